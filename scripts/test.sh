@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install skyc with its test extra (and the system packages the tests use), then
+# lint, type-check and run the whole test suite. This is what CI runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v rsync >/dev/null 2>&1 || need_apt+=(rsync)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  else
+    echo "note: ${need_apt[*]} missing and not root: the tests that need them will be skipped" >&2
+  fi
+fi
+
+python3 -m pip install -q -e '.[test]'
+python3 -m ruff check skyc tests benchmarks
+python3 -m mypy --strict skyc
+python3 -m pytest -q "$@"

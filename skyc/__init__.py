@@ -1,0 +1,7 @@
+"""skyc: an infrastructure compiler for AI workloads."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

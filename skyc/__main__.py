@@ -1,0 +1,3 @@
+from skyc.cli import main
+
+main()

@@ -1,0 +1,81 @@
+"""The ``skyc`` command line. The only place that prints.
+
+Commands live in sibling modules named ``cmd_<area>.py``; each defines
+``register(app)``. Command bodies import the heavy parts of skyc lazily so
+that ``skyc --help`` and ``skyc validate`` start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import typer
+
+from skyc import __version__
+from skyc.errors import SkycError
+
+app = typer.Typer(
+    name="skyc",
+    help=(
+        "skyc compiles AI workloads (SkyPilot task YAML) into placement plans, "
+        "reviewable infrastructure-as-code stacks and running jobs."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"skyc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """skyc: task YAML -> plan -> stacks -> running job."""
+
+
+def _register_commands() -> None:
+    for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if mod.name.startswith("cmd_"):
+            importlib.import_module(f"{__name__}.{mod.name}").register(app)
+
+
+_register_commands()
+
+
+def main() -> None:
+    """Console-script entry point: run the app, turn SkycErrors into clean messages."""
+    from skyc.cli.output import print_error
+
+    try:
+        app(standalone_mode=False)
+    except SkycError as exc:
+        print_error(exc)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print_error(SkycError("interrupted"))
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print_error(SkycError("aborted"))
+        sys.exit(1)
+    except Exception as exc:
+        # Usage errors (unknown command, bad option) come from typer's click layer,
+        # whose import path varies between typer versions: recognise them by shape.
+        show = getattr(exc, "show", None)
+        code = getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            sys.exit(code)
+        raise

@@ -1,0 +1,85 @@
+"""The user's config file, ``$SKYC_HOME/config.yaml`` (``SKYC_HOME`` defaults to ``~/.skyc``).
+
+Every section is optional::
+
+    infra: [aws, gcp, local]          # enabled infra; default: clouds with credentials, plus local
+    aws:
+      profile: default
+      endpoint_url: http://127.0.0.1:5000   # AWS-compatible API (LocalStack, moto, ...)
+    backend:                          # remote Terraform state for teams
+      s3: {bucket: my-state, key: skyc, region: us-east-1, dynamodb_table: locks}
+    ssh_pools:
+      lab:
+        hosts: [10.0.0.5, 10.0.0.6]
+        user: ubuntu
+        identity_file: ~/.ssh/id_ed25519
+        accelerators: A100:8
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from skyc.errors import ConfigError
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AwsConfig(_Model):
+    profile: str | None = None
+    endpoint_url: str | None = None
+
+
+class SshPool(_Model):
+    hosts: list[str] = Field(min_length=1)
+    user: str | None = None
+    port: int = 22
+    identity_file: str | None = None
+    accelerators: str | dict[str, int] | None = None
+    cpus: float | None = None
+    memory: float | None = None
+
+
+class SkycConfig(_Model):
+    infra: list[str] | None = None
+    aws: AwsConfig = Field(default_factory=AwsConfig)
+    backend: dict[str, dict[str, Any]] | None = None
+    ssh_pools: dict[str, SshPool] = Field(default_factory=dict)
+
+
+def skyc_home() -> Path:
+    """The directory that holds skyc's config, state, clusters and logs."""
+    return Path(os.environ.get("SKYC_HOME") or Path.home() / ".skyc").expanduser()
+
+
+def config_path() -> Path:
+    return skyc_home() / "config.yaml"
+
+
+def load_config(path: Path | None = None) -> SkycConfig:
+    """Read the config file; a missing file is an empty config."""
+    path = path or config_path()
+    if not path.exists():
+        return SkycConfig()
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    try:
+        return SkycConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(
+            f"{path}: {problems}", hint="see the config format in skyc/config.py"
+        ) from None

@@ -1,0 +1,40 @@
+"""A provisioned cluster's nodes, as the runtime sees them.
+
+Compilers turn engine outputs into these; the runtime connects to them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Node(BaseModel):
+    """One node of a cluster. Rank 0 is the head."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str                     # "head", "worker1", ...
+    rank: int
+    transport: Literal["local", "ssh"]
+    ip: str                       # the address other nodes use (private IP; 127.0.0.1 for local)
+    host: str | None = None       # where skyc connects (public IP / hostname); ssh only
+    port: int = 22
+    user: str | None = None
+    identity_file: str | None = None
+    node_dir: str | None = None   # local only: the node's home directory on this machine
+
+
+class ClusterInfo(BaseModel):
+    """What the runtime needs to know about a provisioned cluster."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    cloud: str
+    region: str | None = None
+    zone: str | None = None
+    nodes: list[Node]
+    num_gpus_per_node: float = 0
+    workspace: str                # $SKYC_HOME/clusters/<name>/ (keys, known_hosts, stack)

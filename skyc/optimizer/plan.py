@@ -1,0 +1,64 @@
+"""The Plan: the optimizer's output, versioned and JSON-serializable.
+
+``skyc plan --format json`` prints ``Plan.model_dump(mode="json")`` (later
+stages add a ``stacks`` key next to ``tasks``). ``hourly_cost`` is always the
+total for all of a task's nodes.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PLAN_FORMAT_VERSION = "1.0"
+
+
+class Placement(BaseModel):
+    """Where one task runs: one offer times ``num_nodes``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cloud: str                                  # aws, gcp, azure, kubernetes, local, ssh
+    region: str | None = None                   # for ssh: the pool name
+    zone: str | None = None
+    instance_type: str | None = None            # GCP: the host VM type
+    accelerators: dict[str, float] | None = None  # {"A100": 8}; None for CPU-only
+    use_spot: bool = False
+    num_nodes: int = 1
+    hourly_cost: float                          # USD/hour for all nodes together
+    vcpus: float | None = None                  # per node
+    memory_gib: float | None = None             # per node
+    accelerator_memory_gib: float | None = None  # per accelerator, when known
+    arch: str | None = None                     # x86_64 / arm64
+    candidate_index: int = 0                    # which ResourceCandidate of the task this satisfies
+
+    @property
+    def infra(self) -> str:
+        """``cloud/region/zone`` as far as known, e.g. ``aws/us-east-1/use1-az1``."""
+        return "/".join(p for p in (self.cloud, self.region, self.zone) if p)
+
+
+class TaskPlan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    placement: Placement
+    alternatives: list[Placement] = Field(default_factory=list)
+    reason: str = ""                            # one line: why this placement won
+
+
+class CatalogSource(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str                                 # "bundled" or a directory / URL
+    date: str                                   # snapshot date, ISO 8601
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: str = PLAN_FORMAT_VERSION
+    tasks: list[TaskPlan]
+    hourly_cost: float                          # sum over tasks
+    optimize: str = "cost"                      # cost | time
+    catalog: CatalogSource | None = None
+    egress_cost: float = 0.0                    # USD for data moved between tasks (pipelines)
