@@ -34,7 +34,8 @@ class Placement(BaseModel):
     @property
     def infra(self) -> str:
         """``cloud/region/zone`` as far as known, e.g. ``aws/us-east-1/use1-az1``."""
-        return "/".join(p for p in (self.cloud, self.region, self.zone) if p)
+        parts = [self.cloud] + [p for p in (self.region, self.zone) if p and p != self.cloud]
+        return "/".join(parts)
 
 
 class TaskPlan(BaseModel):

@@ -1,0 +1,90 @@
+"""``skyc apply``: task YAML to a running (or finished) job, with failover."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+_APPLY_HELP = """Plan, provision (with failover), sync, set up and run a task.
+
+Stages: optimize the placement, compile the cluster's stack, apply it with the
+engine (on a capacity or quota error: destroy what the attempt created, block
+that zone/region/cloud and re-target the stack to the next best placement),
+wait for the nodes, sync the workdir to ~/sky_workdir, run setup (when it
+changed) and run on every node, streaming logs prefixed by node. The exit code
+is the job's. With --down the cluster is destroyed after the job, whatever its
+outcome.
+"""
+
+
+def apply_cmd(
+    task_file: Path = typer.Argument(..., help="Task YAML."),
+    cluster: str | None = typer.Option(
+        None, "-c", "--cluster", help="Cluster name (default: the task's name)."
+    ),
+    yes: bool = typer.Option(False, "-y", "--yes", help="Apply without asking."),
+    infra: str | None = typer.Option(None, "--infra", help="Restrict to cloud[/region[/zone]]."),
+    catalog: Path | None = typer.Option(None, "--catalog", help="Catalog dir (<cloud>/vms.csv)."),
+    optimize: str = typer.Option("cost", "--optimize", help="cost or time."),
+    env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
+    secret: list[str] = typer.Option([], "--secret", help="KEY=VAL, or KEY from this environment."),
+    down: bool = typer.Option(False, "--down", help="Destroy the cluster after the job."),
+    detach: bool = typer.Option(False, "--detach", help="Return once the job has started."),
+    setup: bool = typer.Option(False, "--setup", help="Run setup again even if unchanged."),
+    retry_until_up: bool = typer.Option(
+        False, "--retry-until-up", help="Keep cycling through placements (with backoff)."
+    ),
+    max_attempts: int = typer.Option(8, "--max-attempts", help="Failover attempt limit."),
+    timeout: float = typer.Option(3600.0, "--timeout", help="Provisioning time limit, seconds."),
+    lock_timeout: float = typer.Option(
+        600.0, "--lock-timeout", help="Seconds to wait for another skyc on this cluster."
+    ),
+    any_region: bool = typer.Option(
+        False, "--any-region", help="Let an existing cluster move out of its region."
+    ),
+) -> None:
+    from skyc.cli.report import ConsoleReporter
+    from skyc.errors import ConfigError
+    from skyc.failover import FailoverPolicy
+    from skyc.launch import LaunchOptions, launch
+    from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
+
+    if optimize not in ("cost", "time"):
+        raise ConfigError(f"--optimize {optimize}: expected 'cost' or 'time'")
+    if not yes and not sys.stdin.isatty():
+        raise ConfigError(
+            "refusing to apply without confirmation: stdin is not a terminal",
+            hint="pass --yes to apply non-interactively",
+        )
+    task_set = load_tasks(
+        task_file, env=parse_env_flags(env), secrets=parse_secret_flags(secret),
+        require_values=True,
+    )
+    opts = LaunchOptions(
+        cluster=cluster, infra=infra, catalog_dir=catalog, target=optimize, down=down,
+        detach=detach, rerun_setup=setup, lock_timeout=lock_timeout, anywhere=any_region,
+        failover=FailoverPolicy(
+            max_attempts=max_attempts, timeout_s=timeout, retry_until_up=retry_until_up
+        ),
+        confirm=None if yes else _confirm,
+    )
+    result = launch(task_set.tasks, opts, ConsoleReporter())
+    if result.exit_code:
+        from skyc.cli.output import print_error
+        from skyc.errors import JobFailed
+
+        print_error(JobFailed(result.failure or "the job failed", result.exit_code))
+        raise typer.Exit(result.exit_code)
+
+
+def _confirm(summary: str) -> bool:
+    from skyc.cli.output import err_console
+
+    err_console.print(summary)
+    return typer.confirm("Apply these changes?", default=False, err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("apply", help=_APPLY_HELP)(apply_cmd)

@@ -1,0 +1,172 @@
+"""Provisioning with failover: re-target the same stack until a placement comes up.
+
+The loop (see DESIGN.md's pipeline)::
+
+    placement = next best (optimizer, minus blocked)
+    try provision(placement)
+    except ProvisionError e:
+        cleanup(placement)              # destroy what the attempt created
+        if not e.retryable: stop        # bad parameters, auth
+        blocked += scope of e at placement
+        placement = next best ...
+
+It knows nothing about clouds or engines: the caller passes the three steps as
+functions, which keeps this loop small and lets the CLI, the tests and the
+benchmarks drive it the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from skyc.errors import InfeasibleError, ProvisionError, SkycError
+from skyc.optimizer.plan import Placement
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class BlockedScope:
+    """What one failure rules out: a zone, a region or a whole cloud."""
+
+    cloud: str
+    region: str | None = None
+    zone: str | None = None
+
+    def __str__(self) -> str:
+        return "/".join(p for p in (self.cloud, self.region, self.zone) if p)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    placement: Placement
+    error: str | None           # the error code, None when it came up
+    message: str
+    seconds: float
+
+
+@dataclass
+class FailoverPolicy:
+    max_attempts: int = 8
+    timeout_s: float = 3600.0
+    retry_until_up: bool = False
+    backoff_s: float = 5.0       # between full cycles when retrying until up
+    backoff_max_s: float = 300.0
+
+
+@dataclass
+class FailoverResult(Generic[T]):
+    value: T
+    placement: Placement
+    attempts: list[Attempt] = field(default_factory=list)
+
+
+class FailoverExhausted(SkycError):
+    """Every placement tried failed; ``attempts`` says what happened to each."""
+
+    def __init__(self, message: str, attempts: list[Attempt], *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.attempts = attempts
+
+
+def blocked_scope(placement: Placement, error: ProvisionError) -> BlockedScope:
+    """The part of the world a failure at ``placement`` rules out."""
+    if error.scope == "cloud":
+        return BlockedScope(placement.cloud)
+    if error.scope == "region" or not placement.zone:
+        return BlockedScope(placement.cloud, placement.region)
+    return BlockedScope(placement.cloud, placement.region, placement.zone)
+
+
+def describe_attempt(placement: Placement) -> str:
+    where = "/".join(p for p in (placement.cloud, placement.region) if p)
+    text = f"{placement.instance_type or placement.cloud} {where}"
+    if placement.zone:
+        text += f" ({placement.zone})"
+    return text
+
+
+def provision_with_failover(
+    first: Placement,
+    *,
+    provision: Callable[[Placement], T],
+    cleanup: Callable[[Placement], None],
+    next_placement: Callable[[list[BlockedScope]], Placement],
+    policy: FailoverPolicy | None = None,
+    on_attempt: Callable[[Attempt, Placement | None], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> FailoverResult[T]:
+    """Provision ``first``; on retryable ProvisionErrors fail over to the next best.
+
+    ``next_placement(blocked)`` must raise InfeasibleError when nothing is left.
+    With ``policy.retry_until_up`` an exhausted list starts over (blocked cleared)
+    after a growing backoff, until ``policy.timeout_s``.
+    """
+    policy = policy or FailoverPolicy()
+    start = clock()
+    attempts: list[Attempt] = []
+    blocked: list[BlockedScope] = []
+    placement = first
+    backoff = policy.backoff_s
+    while True:
+        t0 = clock()
+        try:
+            value = provision(placement)
+        except ProvisionError as exc:
+            cleanup(placement)
+            attempt = Attempt(placement, exc.code, exc.message, clock() - t0)
+            attempts.append(attempt)
+            if not exc.retryable:
+                if on_attempt:
+                    on_attempt(attempt, None)
+                raise
+            scope = blocked_scope(placement, exc)
+            if scope not in blocked:
+                blocked.append(scope)
+            nxt = _next_or_none(next_placement, blocked)
+            out_of_time = clock() - start >= policy.timeout_s
+            if nxt is None and policy.retry_until_up and not out_of_time:
+                sleep(backoff)
+                backoff = min(backoff * 2, policy.backoff_max_s)
+                blocked.clear()
+                nxt = _next_or_none(next_placement, blocked)
+            too_many = not policy.retry_until_up and len(attempts) >= policy.max_attempts
+            if nxt is None or too_many or clock() - start >= policy.timeout_s:
+                if on_attempt:
+                    on_attempt(attempt, None)
+                raise FailoverExhausted(
+                    _exhausted_message(attempts, nxt is None),
+                    attempts,
+                    hint="retry later, allow more infra (--infra / any_of), or use "
+                    "--retry-until-up",
+                ) from exc
+            if on_attempt:
+                on_attempt(attempt, nxt)
+            placement = nxt
+            continue
+        attempt = Attempt(placement, None, "up", clock() - t0)
+        attempts.append(attempt)
+        if on_attempt:
+            on_attempt(attempt, None)
+        return FailoverResult(value, placement, attempts)
+
+
+def _next_or_none(
+    next_placement: Callable[[list[BlockedScope]], Placement], blocked: list[BlockedScope]
+) -> Placement | None:
+    try:
+        return next_placement(list(blocked))
+    except InfeasibleError:
+        return None
+
+
+def _exhausted_message(attempts: list[Attempt], nothing_left: bool) -> str:
+    why = "no placement is left to try" if nothing_left else "the attempt limit was reached"
+    lines = [f"could not provision the cluster: {why}. Attempts:"]
+    for i, a in enumerate(attempts, 1):
+        lines.append(f"  {i}. {describe_attempt(a.placement)}: {a.error}: {a.message}")
+    return "\n".join(lines)

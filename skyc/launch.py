@@ -1,0 +1,244 @@
+"""The stage order of ``skyc apply``: optimize, provision with failover, sync, setup, run, down.
+
+Each stage is a call into its own package; this module only sequences them,
+records what happened in the state database and reports progress through a
+``LaunchReporter`` (the CLI renders it; tests can collect it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from skyc.config import SkycConfig, load_config
+from skyc.errors import SkycError, UnsupportedFeature
+from skyc.failover import Attempt, BlockedScope, FailoverPolicy, provision_with_failover
+from skyc.optimizer.plan import Placement, Plan
+
+if TYPE_CHECKING:
+    from skyc.nodes import ClusterInfo
+    from skyc.state import StateDB
+    from skyc.task import Task
+    from skyc.task.candidate import ResourceCandidate
+
+
+class LaunchReporter(Protocol):
+    def stage(self, name: str, detail: str = "") -> None: ...
+    def plan(self, plan: Plan) -> None: ...
+    def attempt(self, attempt: Attempt, next_placement: Placement | None) -> None: ...
+    def engine_event(self, event: Any) -> None: ...
+    def log_line(self, node: str, line: str) -> None: ...
+
+
+class SilentReporter:
+    """A reporter that records stages and drops the rest (tests, --quiet)."""
+
+    def __init__(self) -> None:
+        self.stages: list[str] = []
+        self.attempts: list[Attempt] = []
+        self.lines: list[tuple[str, str]] = []
+
+    def stage(self, name: str, detail: str = "") -> None:
+        self.stages.append(name)
+
+    def plan(self, plan: Plan) -> None:
+        pass
+
+    def attempt(self, attempt: Attempt, next_placement: Placement | None) -> None:
+        self.attempts.append(attempt)
+
+    def engine_event(self, event: Any) -> None:
+        pass
+
+    def log_line(self, node: str, line: str) -> None:
+        self.lines.append((node, line))
+
+
+@dataclass
+class LaunchOptions:
+    cluster: str | None = None
+    infra: str | None = None
+    catalog_dir: Path | None = None
+    target: str = "cost"
+    down: bool = False
+    detach: bool = False
+    rerun_setup: bool = False
+    lock_timeout: float = 600.0
+    failover: FailoverPolicy = field(default_factory=FailoverPolicy)
+    anywhere: bool = False   # allow re-provisioning a known cluster outside its region
+    confirm: Callable[[str], bool] | None = None  # asked with the change summary; None = yes
+
+
+@dataclass
+class LaunchResult:
+    cluster: str
+    placement: Placement
+    attempts: list[Attempt]
+    exit_code: int
+    job_id: int | None = None
+    failure: str | None = None   # which node failed and how, when exit_code != 0
+
+
+def cluster_name_for(task: Task, explicit: str | None) -> str:
+    """The cluster's name: ``-c NAME``, else the task's name, made stack-safe."""
+    raw = explicit or task.name or "skyc-cluster"
+    name = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")[:40] or "skyc-cluster"
+    if explicit and name != explicit:
+        raise SkycError(
+            f"cluster name {explicit!r} is not valid",
+            hint="use lower-case letters, digits and '-' (it names cloud resources)",
+        )
+    return name
+
+
+def make_plan(
+    tasks: Sequence[Task],
+    opts: LaunchOptions,
+    *,
+    blocked: Sequence[BlockedScope] = (),
+    config: SkycConfig | None = None,
+) -> Plan:
+    """Optimize the tasks over the catalog, with failed scopes blocked."""
+    from skyc.infra import catalog_for
+    from skyc.optimizer import Blocked, optimize
+
+    config = config or load_config()
+    catalog = catalog_for(config, tasks, infra=opts.infra, catalog_dir=opts.catalog_dir)
+    return optimize(
+        list(tasks),
+        catalog,
+        blocked=[Blocked(cloud=b.cloud, region=b.region, zone=b.zone) for b in blocked],
+        target=opts.target,  # type: ignore[arg-type]
+        infra=opts.infra,
+    )
+
+
+def launch(
+    tasks: Sequence[Task], opts: LaunchOptions, reporter: LaunchReporter
+) -> LaunchResult:
+    """Run ``skyc apply`` for one task: plan, provision with failover, run, maybe down."""
+    from skyc.locks import cluster_lock
+    from skyc.state import StateDB
+
+    if len(tasks) != 1:
+        raise UnsupportedFeature(
+            f"apply runs one task at a time; this file holds {len(tasks)}",
+            hint="split the pipeline into files, or use `skyc plan` to see its placement",
+        )
+    task = tasks[0]
+    config = load_config()
+    name = cluster_name_for(task, opts.cluster)
+    db = StateDB()
+    with cluster_lock(
+        name, timeout=opts.lock_timeout,
+        on_wait=lambda msg: reporter.stage("waiting for lock", msg),
+    ):
+        info, placement, attempts = _provision(task, name, opts, config, db, reporter)
+        try:
+            exit_code, job_id, failure = _run(task, info, opts, db, reporter)
+        finally:
+            if opts.down and not opts.detach:
+                reporter.stage("down", name)
+                _teardown(name, db, reporter)
+    return LaunchResult(name, placement, attempts, exit_code, job_id, failure)
+
+
+def _provision(
+    task: Task,
+    name: str,
+    opts: LaunchOptions,
+    config: SkycConfig,
+    db: StateDB,
+    reporter: LaunchReporter,
+) -> tuple[ClusterInfo, Placement, list[Attempt]]:
+    from skyc.provision import destroy_attempt, provision
+
+    record = db.get_cluster(name)
+    pinned = opts
+    if record is not None and record.region and not opts.anywhere:
+        # A cluster that has been up keeps its region: its disks and IPs live there.
+        pinned = LaunchOptions(**{**opts.__dict__, "infra": f"{record.cloud}/{record.region}"})
+
+    def next_placement(blocked: list[BlockedScope]) -> Placement:
+        return make_plan([task], pinned, blocked=blocked, config=config).tasks[0].placement
+
+    reporter.stage("optimize")
+    plan = make_plan([task], pinned, config=config)
+    reporter.plan(plan)
+    candidates = task.candidates()
+    if opts.confirm is not None:
+        _confirm_changes(name, plan.tasks[0].placement, candidates, config, opts.confirm)
+
+    def do_provision(p: Placement) -> ClusterInfo:
+        reporter.stage("provision", p.infra)
+        db.upsert_cluster_from_placement(name, p, status="INIT")
+        return provision(
+            name, p, candidates[p.candidate_index], config=config,
+            progress=reporter.engine_event,
+        )
+
+    def cleanup(p: Placement) -> None:
+        reporter.stage("cleanup", f"destroying what the attempt on {p.infra} created")
+        destroy_attempt(name, progress=reporter.engine_event)
+
+    def on_attempt(a: Attempt, nxt: Placement | None) -> None:
+        db.add_event(name, "attempt", a.message, {"infra": a.placement.infra, "error": a.error})
+        reporter.attempt(a, nxt)
+
+    try:
+        result = provision_with_failover(
+            plan.tasks[0].placement, provision=do_provision, cleanup=cleanup,
+            next_placement=next_placement, policy=opts.failover, on_attempt=on_attempt,
+        )
+    except SkycError:
+        db.set_cluster_status(name, "FAILED")
+        raise
+    db.mark_cluster_up(name, result.value, result.placement)
+    return result.value, result.placement, result.attempts
+
+
+def _confirm_changes(
+    name: str,
+    placement: Placement,
+    candidates: Sequence[ResourceCandidate],
+    config: SkycConfig,
+    confirm: Callable[[str], bool],
+) -> None:
+    from skyc.provision import plan_changes
+
+    diff = plan_changes(name, placement, candidates[placement.candidate_index], config=config)
+    counts = ", ".join(f"{n} to {a}" for a, n in diff.summary().items() if a != "no-op")
+    lines = [f"cluster {name}: {counts or 'no changes'}"]
+    lines += [
+        f"  {c.action:>7} {c.address}" for c in diff.changes if c.action not in ("no-op", "read")
+    ]
+    if not confirm("\n".join(lines)):
+        raise SkycError("apply cancelled; nothing was changed")
+
+
+def _run(
+    task: Task, info: ClusterInfo, opts: LaunchOptions, db: StateDB, reporter: LaunchReporter
+) -> tuple[int, int | None, str | None]:
+    from skyc.runtime import job_spec_from_task, run_job
+
+    if not task.run and not task.setup:
+        return 0, None, None
+    reporter.stage("run", f"{len(info.nodes)} node(s)")
+    result = run_job(
+        info, job_spec_from_task(task), on_line=reporter.log_line,
+        rerun_setup=opts.rerun_setup, detach=opts.detach,
+    )
+    failure = None if result.ok else result.describe_failure()
+    db.add_event(info.name, "job", f"job {result.job_id}: {result.status}", {"job": result.job_id})
+    return result.exit_code, result.job_id, failure
+
+
+def _teardown(name: str, db: StateDB, reporter: LaunchReporter) -> None:
+    from skyc.provision import teardown
+
+    teardown(name, progress=reporter.engine_event)
+    db.add_event(name, "destroy", "cluster destroyed")
+    db.remove_cluster(name)

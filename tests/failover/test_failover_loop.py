@@ -1,0 +1,154 @@
+"""The failover loop's decisions, driven with plain functions.
+
+These tests check the loop's logic only (which placement comes next, what is
+blocked, what is cleaned up); the real terraform + moto + fault-proxy runs are
+in test_failover_e2e.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure
+from skyc.failover import (
+    Attempt,
+    BlockedScope,
+    FailoverExhausted,
+    FailoverPolicy,
+    provision_with_failover,
+)
+from skyc.optimizer.plan import Placement
+
+
+def _p(region: str, zone: str | None = None, cost: float = 1.0) -> Placement:
+    return Placement(
+        cloud="aws", region=region, zone=zone, instance_type="p4d.24xlarge", hourly_cost=cost
+    )
+
+
+CANDIDATES = [
+    _p("us-east-1", "use1-az1", 1.0),
+    _p("us-east-1", "use1-az2", 1.1),
+    _p("us-west-2", "usw2-az1", 1.2),
+    _p("eu-west-1", "euw1-az1", 1.3),
+]
+
+
+def _next(blocked: list[BlockedScope]) -> Placement:
+    for c in CANDIDATES:
+        if any(
+            b.cloud == c.cloud
+            and (b.region is None or b.region == c.region)
+            and (b.zone is None or b.zone == c.zone)
+            for b in blocked
+        ):
+            continue
+        return c
+    raise InfeasibleError("nothing left")
+
+
+def _error(code: str, scope: str, retryable: bool = True) -> ProvisionError:
+    return ProvisionError(
+        f"api error {code}", ProvisionFailure(code=code, scope=scope, retryable=retryable, cloud="aws")  # type: ignore[arg-type]
+    )
+
+
+def test_zone_capacity_error_moves_to_next_zone_and_cleans_up() -> None:
+    cleaned: list[str | None] = []
+
+    def provision(p: Placement) -> str:
+        if p.zone == "use1-az1":
+            raise _error("InsufficientInstanceCapacity", "zone")
+        return f"up in {p.zone}"
+
+    result = provision_with_failover(
+        _next([]), provision=provision, cleanup=lambda p: cleaned.append(p.zone),
+        next_placement=_next,
+    )
+    assert result.value == "up in use1-az2"
+    assert cleaned == ["use1-az1"]
+    assert [a.error for a in result.attempts] == ["InsufficientInstanceCapacity", None]
+
+
+def test_region_quota_error_skips_the_whole_region() -> None:
+    tried: list[str | None] = []
+
+    def provision(p: Placement) -> str:
+        tried.append(p.zone)
+        if p.region == "us-east-1":
+            raise _error("VcpuLimitExceeded", "region")
+        return "ok"
+
+    result = provision_with_failover(
+        _next([]), provision=provision, cleanup=lambda p: None, next_placement=_next
+    )
+    assert tried == ["use1-az1", "usw2-az1"]
+    assert result.placement.region == "us-west-2"
+
+
+def test_non_retryable_error_stops_at_once() -> None:
+    tried: list[str | None] = []
+
+    def provision(p: Placement) -> str:
+        tried.append(p.zone)
+        raise _error("AuthFailure", "cloud", retryable=False)
+
+    with pytest.raises(ProvisionError) as info:
+        provision_with_failover(
+            _next([]), provision=provision, cleanup=lambda p: None, next_placement=_next
+        )
+    assert info.value.code == "AuthFailure"
+    assert tried == ["use1-az1"]
+
+
+def test_every_candidate_failing_lists_each_attempt() -> None:
+    seen: list[tuple[Attempt, Placement | None]] = []
+
+    def provision(p: Placement) -> str:
+        raise _error("InsufficientInstanceCapacity", "zone")
+
+    with pytest.raises(FailoverExhausted) as info:
+        provision_with_failover(
+            _next([]), provision=provision, cleanup=lambda p: None, next_placement=_next,
+            on_attempt=lambda a, n: seen.append((a, n)),
+        )
+    assert len(info.value.attempts) == 4
+    text = str(info.value)
+    for zone in ("use1-az1", "use1-az2", "usw2-az1", "euw1-az1"):
+        assert zone in text
+    assert "no placement is left" in text
+    # Each announcement names the next placement, the last names none.
+    assert [n.zone if n else None for _, n in seen] == ["use1-az2", "usw2-az1", "euw1-az1", None]
+
+
+def test_attempt_limit() -> None:
+    def provision(p: Placement) -> str:
+        raise _error("InsufficientInstanceCapacity", "zone")
+
+    with pytest.raises(FailoverExhausted) as info:
+        provision_with_failover(
+            _next([]), provision=provision, cleanup=lambda p: None, next_placement=_next,
+            policy=FailoverPolicy(max_attempts=2),
+        )
+    assert len(info.value.attempts) == 2
+    assert "attempt limit" in str(info.value)
+
+
+def test_retry_until_up_cycles_with_backoff() -> None:
+    calls = {"n": 0}
+    sleeps: list[float] = []
+
+    def provision(p: Placement) -> str:
+        calls["n"] += 1
+        if calls["n"] <= 5:  # the whole list fails once, then the first zone comes up
+            raise _error("InsufficientInstanceCapacity", "zone")
+        return "ok"
+
+    result = provision_with_failover(
+        _next([]), provision=provision, cleanup=lambda p: None, next_placement=_next,
+        policy=FailoverPolicy(retry_until_up=True, backoff_s=2.0),
+        sleep=sleeps.append,
+    )
+    assert result.value == "ok"
+    assert sleeps == [2.0]
+    assert result.placement.zone == "use1-az2"
