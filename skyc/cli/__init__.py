@@ -58,7 +58,9 @@ def main() -> None:
     from skyc.cli.output import print_error
 
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)
+        # Without standalone mode, click returns `typer.Exit(n)`'s code instead of exiting.
+        sys.exit(rc if isinstance(rc, int) else 0)
     except SkycError as exc:
         print_error(exc)
         sys.exit(exc.exit_code)

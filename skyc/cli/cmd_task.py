@@ -1,0 +1,73 @@
+"""``skyc validate`` and ``skyc schema``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from skyc.cli.output import console, err_console
+
+
+def validate(
+    files: list[Path] = typer.Argument(..., help="Task YAML files to check."),
+    env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
+    secret: list[str] = typer.Option(
+        [], "--secret", help="KEY=VAL, or KEY to take the value from this environment."
+    ),
+    fmt: str = typer.Option("text", "--format", help="text or json (the normalized tasks)."),
+) -> None:
+    """Check task files; print every problem. Exit 1 when any file is invalid."""
+    from rich.markup import escape
+
+    from skyc.errors import ConfigError, TaskSpecError
+    from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
+
+    if fmt not in ("text", "json"):
+        raise ConfigError(f"--format {fmt}: expected 'text' or 'json'")
+    envs = parse_env_flags(env)
+    secrets = parse_secret_flags(secret)
+    failed = False
+    loaded: list[dict[str, Any]] = []
+    for path in files:
+        try:
+            task_file = load_tasks(path, env=envs, secrets=secrets)
+        except TaskSpecError as exc:
+            failed = True
+            for problem in exc.problems:
+                err_console.print(
+                    f"[bold red]error:[/] {escape(problem.render())}", soft_wrap=True
+                )
+            continue
+        for warning in task_file.warnings:
+            err_console.print(f"[yellow]warning:[/] {escape(warning.render())}", soft_wrap=True)
+        if fmt == "json":
+            loaded.append({
+                "path": str(path),
+                "header": task_file.header.dump() if task_file.header else None,
+                "tasks": [t.dump() for t in task_file.tasks],
+            })
+        else:
+            count = len(task_file.tasks)
+            plural = "s" if count != 1 else ""
+            console.print(f"{escape(str(path))}: valid ({count} task{plural})", soft_wrap=True)
+    if fmt == "json":
+        typer.echo(json.dumps(loaded, indent=2, sort_keys=True))
+    if failed:
+        # SystemExit, not typer.Exit: the root runs click with standalone_mode=False,
+        # which turns typer.Exit into a return value.
+        raise SystemExit(1)
+
+
+def schema() -> None:
+    """Print the JSON Schema of a task file (for editors: yaml-language-server)."""
+    from skyc.task.schema import task_json_schema
+
+    typer.echo(json.dumps(task_json_schema(), indent=2, sort_keys=True))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)
+    app.command("schema")(schema)

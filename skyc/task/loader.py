@@ -1,0 +1,243 @@
+"""Load a task file: one task, or a pipeline of tasks (``---``) with an optional
+header document. Every problem in the file is reported at once, as one
+:class:`TaskSpecError`; the file, field path and line are named in each."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from skyc.errors import ConfigError, SpecProblem, TaskSpecError
+from skyc.task.problems import (
+    Duplicate,
+    LineMap,
+    RecursiveAlias,
+    line_map,
+    problems_from,
+    render_path,
+)
+from skyc.task.resources import scalar_to_str
+from skyc.task.spec import ENV_NAME_PATTERN, HEADER_KEYS, JobGroupHeader, Task
+
+_ENV_NAME = re.compile(ENV_NAME_PATTERN)
+_VAR_REF = re.compile(r"\$\{([a-zA-Z_][a-zA-Z0-9_]*)\}|\$([a-zA-Z_][a-zA-Z0-9_]*)")
+
+
+@dataclass
+class TaskFile:
+    """A loaded task file."""
+
+    path: Path
+    header: JobGroupHeader | None
+    tasks: list[Task]
+    warnings: list[SpecProblem] = field(default_factory=list)
+
+    def dump(self) -> list[dict[str, Any]]:
+        """Every document, normalized (header first when there is one)."""
+        docs = [self.header.dump()] if self.header is not None else []
+        return docs + [t.dump() for t in self.tasks]
+
+
+def parse_env_flags(items: list[str]) -> dict[str, str]:
+    """``--env KEY=VAL`` flags; ``--env KEY`` takes KEY's value from this environment."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        _check_name(key, "--env", item)
+        if not sep:
+            if key not in os.environ:
+                raise ConfigError(f"--env {key}: {key} is not set in this environment",
+                                  hint=f"give a value: --env {key}=VALUE")
+            value = os.environ[key]
+        out[key] = value
+    return out
+
+
+def parse_secret_flags(items: list[str]) -> dict[str, str | None]:
+    """``--secret KEY=VAL`` or ``--secret KEY`` (None: taken from the environment)."""
+    out: dict[str, str | None] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        _check_name(key, "--secret", item.partition("=")[0])
+        out[key] = value if sep else None
+    return out
+
+
+def _check_name(key: str, flag: str, shown: str) -> None:
+    if not _ENV_NAME.match(key):
+        raise ConfigError(f"{flag} {shown}: invalid name {key!r}; names match "
+                          "[a-zA-Z_][a-zA-Z0-9_]*", hint=f"write {flag} KEY=VALUE")
+
+
+def substitute(value: Any, env: Mapping[str, str]) -> Any:
+    """Replace ``${VAR}`` / ``$VAR`` with values from ``env`` in strings (and in the
+    keys and values of mappings, and items of lists); unknown names are kept."""
+    if isinstance(value, str):
+        return _VAR_REF.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), value)
+    if isinstance(value, dict):
+        return {substitute(k, env): substitute(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, env) for v in value]
+    return value
+
+
+def _read(path: Path, shown: str) -> str:
+    def fail(message: str) -> TaskSpecError:
+        return TaskSpecError([SpecProblem(file=shown, path="", message=message)])
+
+    if not path.exists():
+        raise fail("file not found")
+    if path.is_dir():
+        raise fail("is a directory, not a task file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise fail("is not UTF-8 text") from None
+    except OSError as exc:
+        raise fail(f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _documents(text: str, shown: str) -> list[tuple[Any, LineMap]]:
+    duplicates: list[Duplicate] = []
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        lines = [line_map(n, duplicates) for n in nodes]
+        data = list(yaml.safe_load_all(text))
+    except RecursiveAlias as exc:
+        raise TaskSpecError([SpecProblem(file=shown, path="", line=exc.line,
+                                         message=f"invalid YAML: {exc}")]) from None
+    except RecursionError:
+        raise TaskSpecError([SpecProblem(file=shown, path="",
+                                         message="invalid YAML: nested too deeply")]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TaskSpecError([SpecProblem(
+            file=shown, path="", message=f"invalid YAML: {problem}",
+            line=mark.line + 1 if mark is not None else None,
+        )]) from None
+    if duplicates:
+        raise TaskSpecError([
+            SpecProblem(file=shown, line=line,
+                        path=render_path(tuple(int(p) if p.isdigit() else p for p in path)),
+                        message=f"key given twice (first on line {first})")
+            for path, line, first in duplicates
+        ])
+    docs = list(zip(data, lines, strict=True))
+    while docs and docs[-1][0] is None:
+        docs.pop()
+    if not docs:
+        raise TaskSpecError([SpecProblem(file=shown, path="", message="file is empty")])
+    return docs
+
+
+def _is_header(doc: Any, count: int) -> bool:
+    return count > 1 and isinstance(doc, dict) and bool(doc) and set(doc) <= HEADER_KEYS
+
+
+def _apply_overrides(
+    doc: dict[str, Any], env: Mapping[str, str], secrets: Mapping[str, str | None]
+) -> dict[str, Any]:
+    doc = dict(doc)
+    if env:
+        envs = doc.get("envs")
+        doc["envs"] = {**(envs if isinstance(envs, dict) else {}), **env}
+    if secrets:
+        declared = doc.get("secrets")
+        given = {k: v if v is not None else os.environ.get(k) for k, v in secrets.items()}
+        doc["secrets"] = {**(declared if isinstance(declared, dict) else {}), **given}
+    envs = doc.get("envs")
+    if isinstance(envs, dict):
+        # The same text the model will hold for each value (``true``, ``3``, dates).
+        values = {str(k): text for k, v in envs.items()
+                  if isinstance(text := scalar_to_str(v), str)}
+        for key in ("file_mounts", "workdir", "volumes"):
+            if key in doc:
+                doc[key] = substitute(doc[key], values)
+    return doc
+
+
+def _null_values(
+    task: Task, shown: str, lines: LineMap, severity: str, unset: set[str]
+) -> list[SpecProblem]:
+    """Envs and secrets without a value; ``unset`` were named by ``--secret KEY`` but
+    are not in this environment."""
+    out = []
+    for section, values, flag in (
+        ("envs", task.envs, "--env {k}=VALUE"),
+        ("secrets", task.secrets, "--secret {k}"),
+    ):
+        for k, v in values.items():
+            if v is None:
+                message = f"no value given; pass it with {flag.format(k=k)}"
+                if section == "secrets" and k in unset:
+                    message = f"--secret {k} was given but {k} is not set in this environment"
+                out.append(SpecProblem(
+                    file=shown, path=f"{section}.{k}", line=lines.get((section, k)),
+                    message=message,
+                    severity="error" if severity == "error" else "warning",
+                ))
+    return out
+
+
+def load_tasks(
+    path: str | Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    secrets: Mapping[str, str | None] | None = None,
+    require_values: bool = False,
+) -> TaskFile:
+    """Load and validate a task file. Raises :class:`TaskSpecError` listing every
+    problem. With ``require_values`` an env or secret without a value is an error
+    (plan/apply need them); otherwise it is a warning."""
+    path = Path(path)
+    shown = str(path)
+    docs = _documents(_read(path, shown), shown)
+    errors: list[SpecProblem] = []
+    warnings: list[SpecProblem] = []
+    header: JobGroupHeader | None = None
+    first = 1
+    if _is_header(docs[0][0], len(docs)):
+        try:
+            header = JobGroupHeader.model_validate(docs[0][0])
+        except ValidationError as exc:
+            errors += problems_from(exc, JobGroupHeader, shown, docs[0][1])
+        docs = docs[1:]
+        first = 2
+    tasks: list[Task] = []
+    for number, (doc, lines) in enumerate(docs, start=first):
+        if not isinstance(doc, dict):
+            kind = "empty" if doc is None else f"a {type(doc).__name__}, not a mapping"
+            errors.append(SpecProblem(file=shown, path="", line=lines.get(()),
+                                      message=f"document {number} is {kind}"))
+            continue
+        try:
+            task = Task.model_validate(_apply_overrides(doc, env or {}, secrets or {}))
+        except ValidationError as exc:
+            errors += problems_from(exc, Task, shown, lines)
+            continue
+        except RecursionError:
+            errors.append(SpecProblem(file=shown, path="", line=lines.get(()),
+                                      message=f"document {number} is nested too deeply"))
+            continue
+        unset = {k for k, v in (secrets or {}).items() if v is None and k not in os.environ}
+        found = _null_values(
+            task, shown, lines, "error" if require_values else "warning", unset
+        )
+        (errors if require_values else warnings).extend(found)
+        if task.service is not None:
+            warnings.append(SpecProblem(
+                file=shown, path="service", line=lines.get(("service",)), severity="warning",
+                message="skyc does not serve models; the 'service' section is ignored",
+            ))
+        tasks.append(task)
+    if errors:
+        raise TaskSpecError(sorted(errors, key=lambda p: p.line or 0))
+    return TaskFile(path=path, header=header, tasks=tasks, warnings=warnings)
