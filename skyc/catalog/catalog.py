@@ -1,0 +1,163 @@
+"""The Catalog: every offer of the infra being considered, loaded lazily per cloud."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from skyc.catalog import egress
+from skyc.catalog.accelerators import canonical_name, normalize_key
+from skyc.catalog.offer import Offer, OfferQuery
+from skyc.catalog.store import BUNDLED_DIR, raw_clouds, read_compact, read_meta
+from skyc.catalog.table import CloudTable
+from skyc.config import skyc_home
+from skyc.errors import CatalogError
+from skyc.optimizer.plan import CatalogSource
+
+
+class Catalog:
+    """Offers from priced tables (one per cloud, loaded on first use) and fixed machines."""
+
+    def __init__(self, loaders: dict[str, Callable[[], CloudTable]], source: CatalogSource,
+                 fixed: Iterable[Offer] = ()) -> None:
+        self._loaders = dict(loaders)
+        self._tables: dict[str, CloudTable] = {}
+        self._fixed = list(fixed)
+        self.source = source
+        self._names: dict[str, str] | None = None
+
+    @property
+    def clouds(self) -> list[str]:
+        """Every cloud with offers (priced or fixed), sorted."""
+        return sorted(set(self._loaders) | {o.cloud for o in self._fixed})
+
+    def table(self, cloud: str) -> CloudTable | None:
+        if cloud not in self._tables:
+            loader = self._loaders.get(cloud)
+            if loader is None:
+                return None
+            self._tables[cloud] = loader()
+        return self._tables[cloud]
+
+    def load_all(self) -> None:
+        for cloud in self._loaders:
+            self.table(cloud)
+
+    def offers(self, query: OfferQuery) -> list[Offer]:
+        clouds = [query.cloud] if query.cloud else sorted(self._loaders)
+        if query.kind == "fixed":
+            clouds = []
+        out: list[Offer] = []
+        for cloud in clouds:
+            table = self.table(cloud)
+            if table is not None:
+                out.extend(table.query(query))
+        if query.kind != "elastic":
+            out.extend(o for o in self._fixed if _fixed_ok(o, query))
+        return out
+
+    def accelerator_names(self) -> dict[str, str]:
+        """Normalized key -> canonical name, over every accelerator on offer."""
+        if self._names is None:
+            names: set[str] = {o.accelerator for o in self._fixed if o.accelerator}
+            for cloud in self._loaders:
+                table = self.table(cloud)
+                if table is not None:
+                    names |= table.accelerator_names()
+            self._names = {normalize_key(n): n for n in sorted(names)}
+        return self._names
+
+    def canonical_accelerator(self, name: str) -> str | None:
+        return canonical_name(name, self.accelerator_names())
+
+    @staticmethod
+    def egress_cost(src: Offer, dst: Offer, gb: float) -> float:
+        return egress.egress_cost(src.cloud, src.region, dst.cloud, dst.region, gb)
+
+    @staticmethod
+    def egress_seconds(src: Offer, dst: Offer, gb: float) -> float:
+        return egress.egress_seconds(src.cloud, src.region, dst.cloud, dst.region, gb)
+
+
+def _fixed_ok(o: Offer, q: OfferQuery) -> bool:
+    from skyc.catalog.offer import quantity_ok
+
+    if q.cloud is not None and o.cloud != q.cloud:
+        return False
+    if q.region is not None and o.region != q.region:
+        return False
+    if q.zone is not None or q.instance_type is not None:
+        return False
+    if not (quantity_ok(o.vcpus, q.cpus) and quantity_ok(o.memory_gib, q.memory_gib)):
+        return False
+    if q.accelerator is None and q.min_accelerator_memory_gib is None:
+        return True
+    if o.accelerator is None:
+        return False
+    if q.accelerator is not None and normalize_key(o.accelerator) != normalize_key(q.accelerator):
+        return False
+    if q.accelerator_count is not None and o.accelerator_count < q.accelerator_count - 1e-6:
+        return False
+    mem = q.min_accelerator_memory_gib
+    return mem is None or (o.accelerator_memory_gib is not None and o.accelerator_memory_gib >= mem)
+
+
+def _compact_loader(path: Path) -> Callable[[], CloudTable]:
+    return lambda: CloudTable.from_data(read_compact(path))
+
+
+def _raw_loader(cloud: str, path: Path) -> Callable[[], CloudTable]:
+    def load() -> CloudTable:
+        from skyc.catalog.csvformat import parse_vms_csv
+
+        return parse_vms_csv(cloud, path)
+
+    return load
+
+
+def _compact_dir(directory: Path) -> tuple[dict[str, Callable[[], CloudTable]], CatalogSource]:
+    meta = read_meta(directory) or {}
+    loaders = {p.name[: -len(".json.gz")]: _compact_loader(p)
+               for p in sorted(directory.glob("*.json.gz"))}
+    source = CatalogSource(source=str(meta.get("source", directory)),
+                           date=str(meta.get("date", "unknown")))
+    return loaders, source
+
+
+def load_catalog(directory: Path | None = None, clouds: Iterable[str] | None = None,
+                 *, fixed: Iterable[Offer] = ()) -> Catalog:
+    """The catalog to plan with.
+
+    ``directory``: a SkyPilot-layout dir (``<cloud>/vms.csv``, read as-is) or a
+    compact dir (``meta.json`` + ``<cloud>.json.gz``). Without it: the bundled
+    snapshot, overridden per cloud by ``$SKYC_HOME/catalog/`` (``skyc catalog
+    update``). ``clouds`` restricts which priced clouds are offered; ``fixed``
+    adds offers of fixed machines (``pseudo.local_offers()``, ``ssh_offers()``).
+    """
+    if directory is not None:
+        directory = Path(directory).expanduser()
+        if (directory / "meta.json").is_file():
+            loaders, source = _compact_dir(directory)
+        else:
+            names = raw_clouds(directory)
+            if not names:
+                raise CatalogError(f"{directory}: no <cloud>/vms.csv in this directory",
+                                   hint="lay it out like SkyPilot's catalog: aws/vms.csv, ...")
+            loaders = {c: _raw_loader(c, directory / c / "vms.csv") for c in names}
+            newest = max((directory / c / "vms.csv").stat().st_mtime for c in names)
+            date = _dt.datetime.fromtimestamp(newest, _dt.timezone.utc).date().isoformat()
+            source = CatalogSource(source=str(directory), date=date)
+    else:
+        loaders, source = _compact_dir(BUNDLED_DIR)
+        source = CatalogSource(source="bundled", date=source.date)
+        home = skyc_home() / "catalog"
+        if (home / "meta.json").is_file():
+            extra, home_source = _compact_dir(home)
+            if extra:
+                loaders.update(extra)
+                source = home_source
+    if clouds is not None:
+        wanted = set(clouds)
+        loaders = {c: f for c, f in loaders.items() if c in wanted}
+    return Catalog(loaders, source, fixed)

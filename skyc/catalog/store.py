@@ -1,0 +1,116 @@
+"""Where catalogs live: the bundled snapshot, ``$SKYC_HOME/catalog/`` and raw CSV dirs.
+
+Compact form: ``<cloud>.json.gz`` (``CloudTable.to_data()``, sorted keys, gzip
+mtime 0, so a rebuild from the same input is byte-identical) plus ``meta.json``
+(``{"source": ..., "date": ..., "clouds": [...]}``). A raw directory has
+SkyPilot's layout, ``<cloud>/vms.csv``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from skyc.catalog.table import CloudTable
+from skyc.errors import CatalogError
+
+BUNDLED_DIR = Path(__file__).parent / "data"
+KNOWN_CLOUDS = ("aws", "azure", "gcp")
+
+
+def write_compact(dest: Path, tables: dict[str, dict[str, Any]], source: str, date: str) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for cloud, data in sorted(tables.items()):
+        packed = CloudTable.from_data(data).to_data()
+        raw = json.dumps(packed, sort_keys=True, separators=(",", ":")).encode()
+        tmp = dest / f".{cloud}.json.gz.tmp"
+        with tmp.open("wb") as fh, gzip.GzipFile(
+            filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=9
+        ) as gz:
+            gz.write(raw)
+        tmp.replace(dest / f"{cloud}.json.gz")
+    meta = {"clouds": sorted(tables), "date": date, "source": source}
+    (dest / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+
+def read_meta(directory: Path) -> dict[str, Any] | None:
+    path = directory / "meta.json"
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CatalogError(f"{path}: unreadable catalog metadata: {exc}",
+                           hint="run 'skyc catalog update --from DIR' again") from None
+    if not isinstance(meta, dict):
+        raise CatalogError(f"{path}: catalog metadata is not a JSON object")
+    return meta
+
+
+def read_compact(path: Path) -> dict[str, Any]:
+    try:
+        with gzip.open(path, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError) as exc:
+        raise CatalogError(f"{path}: unreadable catalog: {exc}",
+                           hint="run 'skyc catalog update --from DIR' again") from None
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path}: not a catalog")
+    return data
+
+
+def raw_clouds(directory: Path) -> list[str]:
+    """The clouds of a SkyPilot-layout directory (those with ``<cloud>/vms.csv``)."""
+    if not directory.is_dir():
+        raise CatalogError(f"{directory}: no such catalog directory",
+                           hint="give a directory laid out as <cloud>/vms.csv")
+    return sorted(p.parent.name for p in directory.glob("*/vms.csv"))
+
+
+def _fetch(url: str) -> str | None:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=60) as resp:  # an explicit URL only
+            body: bytes = resp.read()
+            return body.decode("utf-8")
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise CatalogError(f"{url}: HTTP {exc.code}") from None
+    except urllib.error.URLError as exc:
+        if url.startswith("file:"):
+            return None
+        raise CatalogError(f"{url}: cannot fetch: {exc.reason}") from None
+
+
+def update_catalog(source: str, dest: Path, *, today: str | None = None) -> list[str]:
+    """Convert a directory or URL in SkyPilot's layout into ``dest`` (compact form).
+
+    Returns the clouds written. A URL (``https://...``, ``file://...``) is the
+    base holding ``<cloud>/vms.csv`` for each of aws, azure and gcp.
+    """
+    from skyc.catalog.csvformat import parse_vms_text
+
+    tables: dict[str, dict[str, Any]] = {}
+    if "://" in source:
+        base = source.rstrip("/")
+        for cloud in KNOWN_CLOUDS:
+            text = _fetch(f"{base}/{cloud}/vms.csv")
+            if text is not None:
+                tables[cloud] = parse_vms_text(cloud, text, f"{base}/{cloud}/vms.csv")
+    else:
+        directory = Path(source).expanduser()
+        for cloud in raw_clouds(directory):
+            path = directory / cloud / "vms.csv"
+            tables[cloud] = parse_vms_text(cloud, path.read_text(encoding="utf-8"), str(path))
+    if not tables:
+        raise CatalogError(f"{source}: no <cloud>/vms.csv found",
+                           hint="expected SkyPilot's layout, e.g. aws/vms.csv, gcp/vms.csv")
+    date = today or _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+    write_compact(dest, tables, source, date)
+    return sorted(tables)

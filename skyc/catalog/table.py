@@ -1,0 +1,268 @@
+"""One cloud's offers in a compact form, and the query over them.
+
+A table holds instance types (specs once, then one row per region/zone with its
+prices) and, for catalogs laid out like GCP's, accelerators priced on their own
+that are paired with a host type at query time (see ``hosts``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from skyc.catalog import hosts
+from skyc.catalog.offer import Offer, OfferQuery, quantity_ok
+
+Row = tuple[str, "str | None", "float | None", "float | None"]  # region, zone, price, spot
+
+# The default CPU family of each cloud (SkyPilot's defaults): used for CPU-only
+# tasks that give no cpus, memory or instance type.
+GENERAL_PURPOSE: dict[str, re.Pattern[str]] = {
+    "aws": re.compile(r"^m6i\."),
+    "gcp": re.compile(r"^n2-standard-\d+$"),
+    "azure": re.compile(r"^Standard_D\d+s_v5$"),
+}
+
+
+@dataclass(slots=True)
+class InstanceEntry:
+    name: str
+    accelerator: str | None
+    count: float
+    acc_memory: float | None
+    vcpus: float | None
+    memory: float | None
+    arch: str | None
+    packed: str | list[Row]
+    general: bool = False
+    host_only: bool = False
+    _by_zone: dict[tuple[str, str | None], Row] | None = field(default=None, repr=False)
+
+    @property
+    def rows(self) -> list[Row]:
+        if isinstance(self.packed, str):
+            self.packed = unpack_rows(self.packed)
+        return self.packed
+
+    def row_at(self, region: str, zone: str | None) -> Row | None:
+        if self._by_zone is None:
+            self._by_zone = {(r[0], r[1]): r for r in self.rows}
+        return self._by_zone.get((region, zone))
+
+
+@dataclass(slots=True)
+class AcceleratorEntry:
+    """An accelerator priced alone (GCP): ``count`` of them, per region/zone."""
+
+    name: str
+    count: float
+    memory: float | None
+    packed: str | list[Row]
+
+    @property
+    def rows(self) -> list[Row]:
+        if isinstance(self.packed, str):
+            self.packed = unpack_rows(self.packed)
+        return self.packed
+
+
+@dataclass
+class CloudTable:
+    cloud: str
+    types: list[InstanceEntry]
+    accelerators: list[AcceleratorEntry] = field(default_factory=list)
+
+    def accelerator_names(self) -> set[str]:
+        names = {t.accelerator for t in self.types if t.accelerator}
+        return names | {a.name for a in self.accelerators}
+
+    # -- query -------------------------------------------------------------
+    def query(self, q: OfferQuery) -> Iterator[Offer]:
+        if q.cloud is not None and q.cloud != self.cloud:
+            return
+        if q.cheapest is None:
+            for t in self._types(q):
+                for row in t.rows:
+                    if _place_ok(row, q):
+                        yield self._offer(t, row)
+            yield from self._all_paired(q)
+            return
+        col = 3 if q.cheapest == "spot" else 2
+        Best = tuple[float, str, InstanceEntry, Row]
+        best: dict[tuple[str, str | None, str | None, float], Best] = {}
+        for t in self._types(q):
+            for row in t.rows:
+                price = row[3] if col == 3 else row[2]
+                if price is None or not _place_ok(row, q):
+                    continue
+                key = (row[0], row[1], t.accelerator, t.count)
+                cur = best.get(key)
+                if cur is None or (price, t.name) < (cur[0], cur[1]):
+                    best[key] = (price, t.name, t, row)
+        offers = [self._offer(t, row) for _, _, t, row in best.values()]
+        yield from cheapest_per_place([*offers, *self._all_paired(q)], col == 3)
+
+    def _types(self, q: OfferQuery) -> Iterator[InstanceEntry]:
+        return (t for t in self.types if not t.host_only and _type_ok(t, q))
+
+    def _all_paired(self, q: OfferQuery) -> Iterator[Offer]:
+        if q.accelerator is None and not q.any_accelerator and q.min_accelerator_memory_gib is None:
+            return
+        for a in self.accelerators:
+            if _accel_ok(a.name, a.count, a.memory, q):
+                yield from self._paired(a, q)
+
+    def _offer(self, t: InstanceEntry, row: Row) -> Offer:
+        return Offer(
+            cloud=self.cloud, region=row[0], zone=row[1], instance_type=t.name,
+            accelerator=t.accelerator, accelerator_count=t.count,
+            accelerator_memory_gib=t.acc_memory, vcpus=t.vcpus, memory_gib=t.memory,
+            price=row[2], spot_price=row[3], arch=t.arch, general_purpose=t.general,
+        )
+
+    def _paired(self, a: AcceleratorEntry, q: OfferQuery) -> Iterator[Offer]:
+        if hosts.is_tpu(a.name):
+            if q.instance_type not in (None, hosts.TPU_VM) or q.general_purpose_only:
+                return
+            for row in a.rows:
+                if _place_ok(row, q):
+                    yield Offer(
+                        cloud=self.cloud, region=row[0], zone=row[1],
+                        instance_type=hosts.TPU_VM, accelerator=a.name,
+                        accelerator_count=a.count, accelerator_memory_gib=a.memory,
+                        vcpus=None, memory_gib=None, price=row[2], spot_price=row[3],
+                    )
+            return
+        carriers = [
+            t for t in self.types
+            if (q.instance_type is None or t.name == q.instance_type)
+            and quantity_ok(t.vcpus, q.cpus) and quantity_ok(t.memory, q.memory_gib)
+            and hosts.carries(t.name, t.vcpus, t.memory, a.name, a.count)
+        ]
+        for row in a.rows:
+            if not _place_ok(row, q):
+                continue
+            for t in carriers:
+                h = t.row_at(row[0], row[1])
+                if h is None:
+                    continue
+                price = _add(h[2], row[2])
+                spot = _add(h[3], row[3])
+                yield Offer(
+                    cloud=self.cloud, region=row[0], zone=row[1], instance_type=t.name,
+                    accelerator=a.name, accelerator_count=a.count,
+                    accelerator_memory_gib=a.memory, vcpus=t.vcpus, memory_gib=t.memory,
+                    price=price, spot_price=spot, arch=t.arch,
+                )
+
+    # -- compact (de)serialization ------------------------------------------
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "cloud": self.cloud,
+            "types": [
+                [t.name, t.accelerator, t.count, t.acc_memory, t.vcpus, t.memory, t.arch,
+                 pack_rows(t.rows)]
+                for t in self.types
+            ],
+            "accelerators": [
+                [a.name, a.count, a.memory, pack_rows(a.rows)] for a in self.accelerators
+            ],
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> CloudTable:
+        cloud = str(data["cloud"])
+        gp = GENERAL_PURPOSE.get(cloud)
+        types = []
+        for name, acc, count, accmem, vcpus, mem, arch, rows in data["types"]:
+            types.append(InstanceEntry(
+                name, acc, count, accmem, vcpus, mem, arch, _rows_of(rows),
+                general=bool(gp and acc is None and gp.match(name)),
+                host_only=bool(data["accelerators"]) and hosts.host_only(name),
+            ))
+        accs = [AcceleratorEntry(n, c, m, _rows_of(rows))
+                for n, c, m, rows in data["accelerators"]]
+        return cls(cloud, types, accs)
+
+
+def cheapest_per_place(offers: Iterable[Offer], spot: bool) -> list[Offer]:
+    """Per (region, zone, accelerator, count): the cheapest offer (ties: instance type)."""
+    best: dict[tuple[str, str | None, str | None, float], Offer] = {}
+    for o in offers:
+        price = o.spot_price if spot else o.price
+        if price is None:
+            continue
+        key = (o.region, o.zone, o.accelerator, o.accelerator_count)
+        cur = best.get(key)
+        if cur is None:
+            best[key] = o
+            continue
+        cur_price = cur.spot_price if spot else cur.price
+        assert cur_price is not None
+        if (price, o.instance_type or "") < (cur_price, cur.instance_type or ""):
+            best[key] = o
+    return list(best.values())
+
+
+def _rows_of(rows: str | list[list[Any]]) -> str | list[Row]:
+    if isinstance(rows, str):
+        return rows
+    return [(str(r[0]), r[1], r[2], r[3]) for r in rows]
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def pack_rows(rows: list[Row]) -> str:
+    """Rows as ``region,zone,price,spot;...`` (empty for None): parsed on first use."""
+    return ";".join(f"{r[0]},{r[1] or ''},{_fmt(r[2])},{_fmt(r[3])}" for r in rows)
+
+
+def unpack_rows(text: str) -> list[Row]:
+    out: list[Row] = []
+    if not text:
+        return out
+    for item in text.split(";"):
+        region, zone, price, spot = item.split(",")
+        out.append((region, zone or None, float(price) if price else None,
+                    float(spot) if spot else None))
+    return out
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(a + b, 6)
+
+
+def _accel_ok(name: str | None, count: float, mem: float | None, q: OfferQuery) -> bool:
+    if q.accelerator is None and q.min_accelerator_memory_gib is None:
+        return q.any_accelerator or name is None
+    if name is None:
+        return False
+    if q.accelerator is not None and name != q.accelerator:
+        return False
+    if q.accelerator_count is not None and abs(count - q.accelerator_count) > 1e-6:
+        return False
+    return q.min_accelerator_memory_gib is None or (
+        mem is not None and mem >= q.min_accelerator_memory_gib - 1e-6
+    )
+
+
+def _type_ok(t: InstanceEntry, q: OfferQuery) -> bool:
+    if q.instance_type is not None and t.name != q.instance_type:
+        return False
+    if q.general_purpose_only and not t.general:
+        return False
+    if not _accel_ok(t.accelerator, t.count, t.acc_memory, q):
+        return False
+    return quantity_ok(t.vcpus, q.cpus) and quantity_ok(t.memory, q.memory_gib)
+
+
+def _place_ok(row: Row, q: OfferQuery) -> bool:
+    if q.region is not None and row[0] != q.region:
+        return False
+    return q.zone is None or row[1] == q.zone

@@ -1,0 +1,158 @@
+"""Which infra skyc considers, and why.
+
+With ``infra:`` in ``$SKYC_HOME/config.yaml``, exactly those. Otherwise: clouds
+whose credentials are present (cheap local checks only, nothing is called),
+plus ``local``, plus every SSH pool in the config. ``resources.infra`` in the
+task and ``--infra`` on the command line restrict further; an infra named
+explicitly there is considered even without credentials (planning is offline).
+Kubernetes is enabled by a kubeconfig but has no price catalog, so it offers
+nothing to plan with.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from skyc.config import SkycConfig
+
+if TYPE_CHECKING:
+    from skyc.catalog import Catalog
+
+CLOUDS = ("aws", "gcp", "azure", "kubernetes")
+_ALIASES = {"k8s": "kubernetes"}
+
+
+@dataclass(frozen=True)
+class InfraStatus:
+    name: str          # aws, gcp, azure, kubernetes, local, ssh/<pool>
+    enabled: bool
+    reason: str
+
+
+def normalize(name: str) -> str:
+    head = name.strip().split("/")[0].lower()
+    return _ALIASES.get(head, head)
+
+
+def _first(checks: Iterable[tuple[bool, str]]) -> str | None:
+    for ok, why in checks:
+        if ok:
+            return why
+    return None
+
+
+def _credentials(cloud: str, env: Mapping[str, str], home: Path) -> str | None:
+    if cloud == "aws":
+        return _first([
+            (bool(env.get("AWS_ACCESS_KEY_ID")), "AWS_ACCESS_KEY_ID is set"),
+            (bool(env.get("AWS_PROFILE")), "AWS_PROFILE is set"),
+            ((home / ".aws" / "credentials").is_file(), "~/.aws/credentials exists"),
+            ((home / ".aws" / "config").is_file(), "~/.aws/config exists"),
+        ])
+    if cloud == "gcp":
+        adc = home / ".config" / "gcloud" / "application_default_credentials.json"
+        return _first([
+            (bool(env.get("GOOGLE_APPLICATION_CREDENTIALS")),
+             "GOOGLE_APPLICATION_CREDENTIALS is set"),
+            (adc.is_file(), "~/.config/gcloud/application_default_credentials.json exists"),
+        ])
+    if cloud == "azure":
+        return _first([
+            (bool(env.get("AZURE_CLIENT_ID") and env.get("AZURE_TENANT_ID")),
+             "AZURE_CLIENT_ID and AZURE_TENANT_ID are set"),
+            ((home / ".azure").is_dir(), "~/.azure/ exists"),
+        ])
+    if cloud == "kubernetes":
+        return _first([
+            (bool(env.get("KUBECONFIG")), "KUBECONFIG is set"),
+            ((home / ".kube" / "config").is_file(), "~/.kube/config exists"),
+        ])
+    return None
+
+
+def check_infra(config: SkycConfig, env: Mapping[str, str] | None = None,
+                home: Path | None = None) -> list[InfraStatus]:
+    """Every infra skyc knows about, whether it is enabled, and why."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home()) if home is None else home
+    pools = sorted(config.ssh_pools)
+    listed = {normalize(n) for n in config.infra} if config.infra is not None else None
+    listed_full = {n.strip().lower() for n in config.infra or []}
+    out = []
+    for cloud in CLOUDS:
+        cred = _credentials(cloud, env, home)
+        if listed is not None:
+            on = cloud in listed
+            why = "listed in config infra" if on else "not listed in config infra"
+        else:
+            on = cred is not None
+            why = cred if cred else "no credentials found"
+        if cloud == "kubernetes" and on:
+            why += " (no price catalog: nothing to plan with)"
+        out.append(InfraStatus(cloud, on, why))
+    if listed is None:
+        out.append(InfraStatus("local", True, "always available"))
+    else:
+        out.append(InfraStatus("local", "local" in listed,
+                               "listed in config infra" if "local" in listed
+                               else "not listed in config infra"))
+    for pool in pools:
+        name = f"ssh/{pool}"
+        if listed is None or name in listed_full or "ssh" in listed_full:
+            out.append(InfraStatus(name, True, f"ssh_pools.{pool} in config"))
+        else:
+            out.append(InfraStatus(name, False, "not listed in config infra"))
+    return out
+
+
+def enabled_infra(config: SkycConfig, explicit: Iterable[str] = (),
+                  env: Mapping[str, str] | None = None, home: Path | None = None) -> set[str]:
+    """Names to plan with: enabled ones, plus any named explicitly (task or --infra).
+
+    Returns cloud names (``aws``...), ``local`` and ``ssh/<pool>`` entries;
+    an explicit bare ``ssh`` enables every pool.
+    """
+    names = {s.name for s in check_infra(config, env, home) if s.enabled}
+    for item in explicit:
+        if not item or item.strip() in ("*", ""):
+            continue
+        head = normalize(item)
+        if head == "ssh":
+            parts = item.strip().split("/")
+            if len(parts) > 1 and parts[1] not in ("", "*"):
+                names.add(f"ssh/{parts[1]}")
+            else:
+                names |= {f"ssh/{p}" for p in config.ssh_pools}
+        elif head != "*":
+            names.add(head)
+    return names
+
+
+def explicit_infra(tasks: Iterable[Any], cli_infra: str | None = None) -> list[str]:
+    """Infra named in the tasks' resources (any candidate) and on the command line."""
+    names = [cli_infra] if cli_infra else []
+    for task in tasks:
+        for cand in task.candidates():
+            cloud = cand.infra.cloud
+            if cloud == "ssh" and cand.infra.region:
+                names.append(f"ssh/{cand.infra.region}")
+            elif cloud:
+                names.append(cloud)
+    return names
+
+
+def catalog_for(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | None = None,
+                catalog_dir: Path | None = None, every_cloud: bool = False) -> Catalog:
+    """The catalog to plan with: priced clouds that are enabled or named explicitly
+    (by a task or ``infra``), this machine when ``local`` is enabled, and the
+    enabled SSH pools. ``every_cloud``: every priced cloud (for browsing)."""
+    from skyc.catalog import load_catalog, local_offers, ssh_offers
+
+    names = enabled_infra(config, explicit_infra(tasks, infra))
+    pools = {p: config.ssh_pools[p] for p in config.ssh_pools if f"ssh/{p}" in names}
+    fixed = (local_offers() if "local" in names else []) + ssh_offers(pools)
+    return load_catalog(catalog_dir, clouds=None if every_cloud else names, fixed=fixed)

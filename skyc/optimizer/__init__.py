@@ -1,0 +1,41 @@
+"""The optimizer: tasks + catalog offers -> a Plan. It knows no cloud names.
+
+``--optimize cost`` minimizes the hourly price x num_nodes (spot price per zone
+when ``use_spot``); ``--optimize time`` minimizes estimated hours (see
+``timemodel``: relative accelerator throughput x count x nodes), cost breaking
+ties. Ordered resources: a lower preference wins over a cheaper higher one.
+Pipelines add data transfer between placements (``skyc.catalog.egress``):
+chains by dynamic programming (``chain``), general DAGs by an integer program
+(``dag``). Ties break on ``Choice.key``: (preference, objective, other
+objective, cloud, region, zone, instance type, candidate index).
+"""
+
+from __future__ import annotations
+
+from skyc.optimizer.blocked import Blocked, parse_infra
+from skyc.optimizer.chain import solve_chain
+from skyc.optimizer.choice import Choice, Target
+from skyc.optimizer.core import best_choice, optimize, place, task_choices
+from skyc.optimizer.dag import solve_dag
+from skyc.optimizer.feasible import candidate_choices
+from skyc.optimizer.plan import CatalogSource, Placement, Plan, TaskPlan
+from skyc.optimizer.rank import alternatives
+
+__all__ = [
+    "Blocked",
+    "CatalogSource",
+    "Choice",
+    "Placement",
+    "Plan",
+    "Target",
+    "TaskPlan",
+    "alternatives",
+    "best_choice",
+    "candidate_choices",
+    "optimize",
+    "parse_infra",
+    "place",
+    "solve_chain",
+    "solve_dag",
+    "task_choices",
+]

@@ -1,0 +1,52 @@
+"""A Choice: one offer for one task candidate, with its cost, time and ranking key.
+
+Ranking key (lower is better; ties break deterministically in this order):
+``(preference, objective, other objective, cloud, region, zone, instance type,
+candidate index)``; the objective is the hourly cost for ``--optimize cost`` and
+the estimated hours for ``--optimize time``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from skyc.catalog.offer import Offer
+from skyc.optimizer.plan import Placement
+
+Target = Literal["cost", "time"]
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    offer: Offer
+    candidate_index: int
+    preference: int
+    num_nodes: int
+    use_spot: bool
+    hourly_cost: float          # all nodes
+    hours: float                # time model (see timemodel)
+    accelerators: dict[str, float] | None
+
+    def objective(self, target: Target) -> float:
+        return self.hourly_cost if target == "cost" else self.hours
+
+    def key(self, target: Target) -> tuple[int, float, float, str, str, str, str, int]:
+        other = self.hours if target == "cost" else self.hourly_cost
+        o = self.offer
+        return (self.preference, round(self.objective(target), 9), round(other, 9), o.cloud,
+                o.region, o.zone or "", o.instance_type or "", self.candidate_index)
+
+    @property
+    def location(self) -> tuple[str, str]:
+        return (self.offer.cloud, self.offer.region)
+
+    def placement(self) -> Placement:
+        o = self.offer
+        return Placement(
+            cloud=o.cloud, region=o.region, zone=o.zone, instance_type=o.instance_type,
+            accelerators=self.accelerators, use_spot=self.use_spot, num_nodes=self.num_nodes,
+            hourly_cost=round(self.hourly_cost, 6), vcpus=o.vcpus, memory_gib=o.memory_gib,
+            accelerator_memory_gib=o.accelerator_memory_gib, arch=o.arch,
+            candidate_index=self.candidate_index,
+        )

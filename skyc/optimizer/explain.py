@@ -1,0 +1,117 @@
+"""Why a candidate has no feasible offer, and the nearest offers that exist."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from skyc.catalog.offer import Offer, OfferQuery
+from skyc.errors import InfeasibleError, SkycError
+from skyc.optimizer.blocked import Blocked
+from skyc.optimizer.feasible import build_query, matching_offers, merge_infra
+from skyc.optimizer.ports import CatalogLike
+from skyc.task.candidate import ResourceCandidate
+
+
+def describe(cand: ResourceCandidate, num_nodes: int = 1, *, where: bool = True) -> str:
+    parts = []
+    acc = cand.accelerator
+    if acc is not None:
+        what = acc.name or f"{acc.min_memory_gib:g}GB+"
+        parts.append(f"{what}:{acc.count:g}")
+    if cand.cpus:
+        parts.append(f"cpus {cand.cpus.value:g}{'+' if cand.cpus.at_least else ''}")
+    if cand.memory:
+        parts.append(f"memory {cand.memory.value:g}{'+' if cand.memory.at_least else ''}")
+    if cand.instance_type:
+        parts.append(cand.instance_type)
+    if cand.use_spot:
+        parts.append("spot")
+    pinned = "/".join(p for p in (cand.infra.cloud, cand.infra.region, cand.infra.zone) if p)
+    if pinned and where:
+        parts.append(f"in {pinned}")
+    if num_nodes > 1:
+        parts.append(f"x{num_nodes} nodes")
+    return " ".join(parts) or "default CPU node"
+
+
+def _nearest(offers: Sequence[Offer], spot: bool, n: int = 3) -> str:
+    priced = sorted((o for o in offers if o.hourly(spot) is not None),
+                    key=lambda o: (o.hourly(spot) or 0.0, o.infra))
+    out = []
+    for o in priced[:n]:
+        acc = f" {o.accelerator}:{o.accelerator_count:g}" if o.accelerator else ""
+        out.append(f"{o.infra} {o.instance_type or ''}{acc} ${o.hourly(spot):.4g}/h".strip())
+    return "; ".join(out)
+
+
+def reason(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike,
+           blocked: Sequence[Blocked], infra: tuple[str | None, str | None, str | None]) -> str:
+    """One sentence: what cannot be met, and what is nearest."""
+    where = merge_infra(cand, infra)
+    if where is None:
+        return f"the task asks for {cand.infra.cloud} but --infra restricts to {infra[0]}"
+    if where[0] is not None and where[0] not in catalog.clouds:
+        if where[0] == "kubernetes":
+            return ("kubernetes has no price catalog in skyc, so it has no offers to plan "
+                    "with; give a cloud, local or an ssh pool instead")
+        return f"'{where[0]}' is not enabled or has no catalog (have: {', '.join(catalog.clouds)})"
+    try:
+        q = build_query(cand, catalog, where)
+    except SkycError as exc:
+        return str(exc)
+    anywhere = replace(q, cloud=None, region=None, zone=None, cheapest=None)
+    spot = cand.use_spot
+    acc = cand.accelerator
+    if q.accelerator is not None and acc is not None:
+        sizes = catalog.offers(replace(anywhere, accelerator_count=None, cpus=None,
+                                       memory_gib=None, instance_type=None))
+        counts = sorted({o.accelerator_count for o in sizes if o.elastic})
+        if any(not o.elastic and o.accelerator_count >= acc.count for o in sizes):
+            counts = []  # a fixed machine has enough: the count is not the problem
+        if counts and acc.count > counts[-1]:
+            need = math.ceil(acc.count / counts[-1]) * num_nodes
+            return (f"no instance has {acc.count:g} {q.accelerator} in one node; the largest has "
+                    f"{counts[-1]:g}; use num_nodes: {need} with {q.accelerator}:{counts[-1]:g}")
+        if counts and acc.count not in counts:
+            return (f"{q.accelerator} comes in counts of "
+                    f"{', '.join(f'{c:g}' for c in counts)} per node, not {acc.count:g}")
+    if q.instance_type is not None and not catalog.offers(
+            OfferQuery(instance_type=q.instance_type, any_accelerator=True)):
+        return f"no instance type '{q.instance_type}' in the catalog"
+    everywhere = matching_offers(anywhere, cand, catalog)
+    if not everywhere:
+        relaxed = catalog.offers(replace(anywhere, cpus=None, memory_gib=None))
+        if relaxed:
+            top_cpu = max((o.vcpus or 0) for o in relaxed)
+            top_mem = max((o.memory_gib or 0) for o in relaxed)
+            return (f"no offer has that many vCPUs/memory for {describe(cand)}: the largest has "
+                    f"{top_cpu:g} vCPUs and {top_mem:g} GiB; nearest: {_nearest(relaxed, spot)}")
+        return f"nothing in the catalog matches {describe(cand)}"
+    if spot and all(o.spot_price is None for o in everywhere):
+        return f"no spot offer for {describe(cand)}; on demand: {_nearest(everywhere, False)}"
+    here = matching_offers(replace(q, cheapest=None), cand, catalog)
+    if not here:
+        return (f"no offer for {describe(cand, where=False)} in "
+                f"{'/'.join(p for p in where if p)}; nearest "
+                f"elsewhere: {_nearest(everywhere, spot)}")
+    if spot and all(o.spot_price is None for o in here):
+        return f"no spot price for {describe(cand)} there; on demand: {_nearest(here, False)}"
+    pool = [o for o in here if o.max_nodes is None or num_nodes <= o.max_nodes]
+    if not pool:
+        most = max(o.max_nodes or 0 for o in here)
+        return f"num_nodes {num_nodes} exceeds the {most} host(s) available"
+    shown = ", ".join(str(b) for b in blocked)
+    return f"all {len(here)} offers for {describe(cand)} are blocked ({shown})"
+
+
+def infeasible(task_name: str, cands: Sequence[ResourceCandidate], num_nodes: int,
+               catalog: CatalogLike, blocked: Sequence[Blocked],
+               infra: tuple[str | None, str | None, str | None]) -> InfeasibleError:
+    lines = [f"task '{task_name}': no feasible placement"]
+    for c in cands:
+        lines.append(f"  candidate {c.index} ({describe(c, num_nodes)}): "
+                     f"{reason(c, num_nodes, catalog, blocked, infra)}")
+    return InfeasibleError("\n".join(lines),
+                           hint="relax the resources, pick another infra, or unblock placements")

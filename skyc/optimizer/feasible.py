@@ -1,0 +1,123 @@
+"""Feasibility: every offer that satisfies one ``ResourceCandidate``.
+
+Rules: accelerators by canonical name and exact count per node (fixed machines
+need at least that many), ``80GB+`` memory asks; cpus/memory exact or at least;
+``instance_type``; ``use_spot`` needs a spot price (priced per zone); infra
+pinning (cloud/region/zone) from the candidate and from ``--infra``; blocked
+placements; ``num_nodes`` within what a fixed pool has.
+
+Default for CPU-only candidates that give no cpus, memory or instance type
+(SkyPilot's default instance): at least 4 vCPUs, from the cloud's
+general-purpose family (AWS m6i, GCP n2-standard, Azure Standard_D<N>s_v5),
+falling back to any family where a cloud has none; fixed machines (local, SSH
+pools) are taken as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from skyc.catalog.offer import Offer, OfferQuery
+from skyc.errors import InfeasibleError
+from skyc.optimizer.blocked import Blocked
+from skyc.optimizer.choice import Choice
+from skyc.optimizer.ports import CatalogLike
+from skyc.optimizer.timemodel import estimated_hours
+from skyc.task.candidate import ResourceCandidate
+
+DEFAULT_CPUS = (4.0, True)
+_K8S = ("k8s", "kubernetes")
+
+
+def merge_infra(cand: ResourceCandidate, infra: tuple[str | None, str | None, str | None]
+                ) -> tuple[str | None, str | None, str | None] | None:
+    """The candidate's infra narrowed by ``--infra``; None when they contradict."""
+    mine = (cand.infra.cloud, cand.infra.region, cand.infra.zone)
+    out: list[str | None] = []
+    for a, b in zip(mine, infra, strict=True):
+        a = "kubernetes" if a in _K8S else a
+        b = "kubernetes" if b in _K8S else b
+        if a is not None and b is not None and a != b:
+            return None
+        out.append(a if a is not None else b)
+    return out[0], out[1], out[2]
+
+
+def build_query(cand: ResourceCandidate, catalog: CatalogLike,
+                where: tuple[str | None, str | None, str | None]) -> OfferQuery:
+    acc = cand.accelerator
+    name = None
+    if acc is not None and acc.name is not None:
+        name = catalog.canonical_accelerator(acc.name)
+        if name is None:
+            known = sorted(set(catalog.accelerator_names().values()))
+            raise InfeasibleError(
+                f"no accelerator named '{acc.name}' in the catalog of the infra considered "
+                f"({', '.join(catalog.clouds) or 'none'}); known: {', '.join(known[:30]) or '-'}",
+                hint="name the infra (--infra aws) or set up credentials (skyc check)",
+            )
+    return OfferQuery(
+        cloud=where[0], region=where[1], zone=where[2], instance_type=cand.instance_type,
+        accelerator=name,
+        accelerator_count=acc.count if acc is not None else None,
+        min_accelerator_memory_gib=acc.min_memory_gib if acc is not None else None,
+        cpus=(cand.cpus.value, cand.cpus.at_least) if cand.cpus else None,
+        memory_gib=(cand.memory.value, cand.memory.at_least) if cand.memory else None,
+        cheapest="spot" if cand.use_spot else "price",
+        any_accelerator=acc is None and cand.instance_type is not None,
+    )
+
+
+def _uses_default(cand: ResourceCandidate) -> bool:
+    return (cand.accelerator is None and cand.cpus is None and cand.memory is None
+            and cand.instance_type is None)
+
+
+def matching_offers(query: OfferQuery, cand: ResourceCandidate, catalog: CatalogLike
+                    ) -> list[Offer]:
+    if not _uses_default(cand):
+        return catalog.offers(query)
+    fixed = catalog.offers(replace(query, kind="fixed"))
+    default = replace(query, cpus=DEFAULT_CPUS, kind="elastic")
+    general = catalog.offers(replace(default, general_purpose_only=True))
+    have = {o.cloud for o in general}
+    clouds = [query.cloud] if query.cloud else catalog.clouds
+    rest = [o for c in clouds if c not in have for o in catalog.offers(replace(default, cloud=c))]
+    return general + rest + fixed
+
+
+def candidate_choices(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike, *,
+                      blocked: Sequence[Blocked] = (),
+                      infra: tuple[str | None, str | None, str | None] = (None, None, None),
+                      ) -> list[Choice]:
+    """Every feasible choice for one candidate (cheapest offer per zone)."""
+    where = merge_infra(cand, infra)
+    if where is None:
+        return []
+    offers = matching_offers(build_query(cand, catalog, where), cand, catalog)
+    out = []
+    for o in offers:
+        if o.max_nodes is not None and num_nodes > o.max_nodes:
+            continue
+        if any(b.matches(o.cloud, o.region, o.zone) for b in blocked):
+            continue
+        price = o.hourly(cand.use_spot)
+        if price is None:
+            continue
+        acc = None
+        used = o
+        if o.accelerator and o.elastic:
+            acc = {o.accelerator: o.accelerator_count}
+        elif o.accelerator and cand.accelerator is not None:
+            # a fixed machine: the task gets what it asked for, not the whole machine
+            acc = {o.accelerator: cand.accelerator.count}
+            used = replace(o, accelerator_count=cand.accelerator.count)
+        elif not o.elastic:
+            used = replace(o, accelerator=None, accelerator_count=0)
+        out.append(Choice(
+            offer=o, candidate_index=cand.index, preference=cand.preference,
+            num_nodes=num_nodes, use_spot=cand.use_spot, hourly_cost=price * num_nodes,
+            hours=estimated_hours(used, num_nodes), accelerators=acc,
+        ))
+    return out

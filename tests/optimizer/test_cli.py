@@ -1,0 +1,160 @@
+"""``skyc plan``, ``show-gpus``, ``check`` and ``catalog update`` as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.optimizer.helpers import SMALL_CATALOG
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def home(tmp_path: Path) -> Path:
+    (tmp_path / "home").mkdir()
+    return tmp_path / "home"
+
+
+def skyc(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AWS_", "GOOGLE_", "AZURE_", "KUBECONFIG"))}
+    env.update(HOME=str(home), SKYC_HOME=str(home / ".skyc"), PYTHONPATH=str(ROOT),
+               COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "skyc", *args], capture_output=True,
+                          text=True, env=env, timeout=120, cwd=ROOT)
+
+
+def task(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "task.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_plan_json_document(tmp_path: Path, home: Path) -> None:
+    t = task(tmp_path, "name: train\nresources:\n  accelerators: A100:8\nrun: echo hi\n")
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "aws",
+             "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["format_version"] == "1.0"
+    [tp] = doc["tasks"]
+    assert tp["name"] == "train"
+    pl = tp["placement"]
+    assert (pl["cloud"], pl["region"], pl["zone"], pl["instance_type"]) == (
+        "aws", "us-west-2", "usw2-az2", "p4d.24xlarge")
+    assert pl["accelerators"] == {"A100": 8.0} and pl["num_nodes"] == 1
+    assert pl["use_spot"] is False and pl["candidate_index"] == 0
+    assert doc["hourly_cost"] == pytest.approx(30.0)
+    assert [a["region"] for a in tp["alternatives"]] == ["us-east-1"]
+    assert doc["catalog"]["source"] == str(SMALL_CATALOG)
+
+
+def test_plan_table_and_pipeline(tmp_path: Path, home: Path) -> None:
+    t = task(tmp_path, (
+        "name: prep\noutputs:\n  s3://b/data: 1000\nrun: echo prep\n---\n"
+        "name: train\nresources:\n  accelerators: A100:8\n  infra: gcp\nrun: echo train\n"))
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "gcp")
+    assert r.returncode == 0, r.stderr
+    assert "task prep" in r.stdout and "task train" in r.stdout
+    assert "✔" in r.stdout and "a2-highgpu-8g" in r.stdout
+    assert "plan: prep: gcp/us-central1/us-central1-a n2-standard-4" in r.stdout
+
+
+def test_plan_spot_and_time(tmp_path: Path, home: Path) -> None:
+    t = task(tmp_path, "resources:\n  accelerators: {T4: 1, A100: 8}\n  use_spot: true\n"
+                       "run: echo\n")
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "aws",
+             "--optimize", "time", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    pl = json.loads(r.stdout)["tasks"][0]["placement"]
+    assert pl["accelerators"] == {"A100": 8.0} and pl["use_spot"] is True
+    assert json.loads(r.stdout)["optimize"] == "time"
+
+
+def test_plan_infeasible_is_a_clean_error(tmp_path: Path, home: Path) -> None:
+    t = task(tmp_path, "resources:\n  accelerators: H100:16\nrun: echo\n")
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "aws")
+    assert r.returncode == 1
+    assert "no instance has 16 H100 in one node; the largest has 8" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_plan_without_credentials_uses_local(tmp_path: Path, home: Path) -> None:
+    t = task(tmp_path, "resources:\n  cpus: 1+\nrun: echo\n")
+    r = skyc(home, "plan", t, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    pl = json.loads(r.stdout)["tasks"][0]["placement"]
+    assert pl["cloud"] == "local" and pl["hourly_cost"] == 0.0
+    t = task(tmp_path, "resources:\n  accelerators: A100:8\nrun: echo\n")
+    r = skyc(home, "plan", t)
+    assert r.returncode == 1 and "infra considered (local)" in r.stderr
+
+
+def test_show_gpus(home: Path) -> None:
+    r = skyc(home, "show-gpus", "a100", "--catalog", str(SMALL_CATALOG))
+    assert r.returncode == 0, r.stderr
+    assert "p4d.24xlarge" in r.stdout and "a2-highgpu-8g" in r.stdout
+    assert "Standard_ND96asr_v4" in r.stdout
+    r = skyc(home, "show-gpus", "--catalog", str(SMALL_CATALOG), "--infra", "gcp",
+             "--all-regions")
+    assert r.returncode == 0, r.stderr
+    assert "tpu-v5litepod-8" in r.stdout and "europe-west4" in r.stdout
+    assert "p4d" not in r.stdout
+    r = skyc(home, "show-gpus", "nonesuch", "--catalog", str(SMALL_CATALOG))
+    assert r.returncode == 1 and "no accelerator named 'nonesuch'" in r.stderr
+
+
+def test_check(home: Path) -> None:
+    r = skyc(home, "check")
+    assert r.returncode == 0, r.stderr
+    assert "aws" in r.stdout and "no credentials found" in r.stdout
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("[default]\n")
+    r = skyc(home, "check")
+    lines = {line.split()[0]: line for line in r.stdout.splitlines() if line.strip()}
+    assert "enabled" in lines["aws"] and "~/.aws/credentials exists" in lines["aws"]
+    assert "disabled" in lines["gcp"]
+
+
+def test_catalog_update_then_plan_uses_it(tmp_path: Path, home: Path) -> None:
+    r = skyc(home, "catalog", "update")
+    assert r.returncode == 1 and "--from" in r.stderr
+    r = skyc(home, "catalog", "update", "--from", SMALL_CATALOG.as_uri())
+    assert r.returncode == 0, r.stderr
+    assert (home / ".skyc" / "catalog" / "meta.json").is_file()
+    t = task(tmp_path, "resources:\n  accelerators: H100:8\nrun: echo\n")
+    r = skyc(home, "plan", t, "--infra", "aws", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["catalog"]["source"] == SMALL_CATALOG.as_uri()
+    assert doc["tasks"][0]["placement"]["hourly_cost"] == pytest.approx(90.0)
+
+
+@pytest.mark.parametrize(("resources", "want"), [
+    ("  accelerators: [H100:8, A100:8]\n", ("us-east-2", "p5.48xlarge", 0, False)),
+    ("  any_of:\n    - {accelerators: H100:8}\n    - {accelerators: A100:8, use_spot: true}\n",
+     ("us-east-1", "p4d.24xlarge", 1, True)),
+    ("  ordered:\n    - {accelerators: H100:8, infra: aws/us-east-1}\n"
+     "    - {accelerators: A100:8}\n", ("us-east-1", "p5.48xlarge", 0, False)),
+])
+def test_plan_resource_forms(tmp_path: Path, home: Path, resources: str,
+                             want: tuple[str, str, int, bool]) -> None:
+    t = task(tmp_path, f"resources:\n{resources}run: echo\n")
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "aws",
+             "--format", "json")
+    assert r.returncode == 0, r.stderr
+    pl = json.loads(r.stdout)["tasks"][0]["placement"]
+    assert (pl["region"], pl["instance_type"], pl["candidate_index"], pl["use_spot"]) == want
+
+
+@pytest.mark.parametrize("cmd", [["plan"], ["show-gpus"], ["check"], ["catalog", "update"]])
+def test_help_renders(home: Path, cmd: list[str]) -> None:
+    r = skyc(home, *cmd, "--help")
+    assert r.returncode == 0, r.stderr
+    assert "Usage" in r.stdout and "Traceback" not in r.stderr
