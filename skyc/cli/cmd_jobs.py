@@ -1,0 +1,122 @@
+"""``skyc exec``, ``skyc queue``, ``skyc logs`` and ``skyc cancel``: jobs on a running cluster."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from skyc.nodes import ClusterInfo
+
+
+def load_cluster(name: str) -> ClusterInfo:
+    """The cluster's nodes, from ``$SKYC_HOME/clusters/<name>/cluster.json``."""
+    from pydantic import ValidationError
+
+    from skyc.config import skyc_home
+    from skyc.errors import ConfigError, StateError
+    from skyc.nodes import ClusterInfo
+
+    path = skyc_home() / "clusters" / name / "cluster.json"
+    if not path.exists():
+        raise ConfigError(f"no cluster named '{name}' ({path} does not exist)",
+                          hint="see your clusters with: skyc status")
+    try:
+        return ClusterInfo.model_validate_json(path.read_text())
+    except (OSError, ValidationError) as exc:
+        raise StateError(f"{path}: cannot read the cluster's nodes: {exc}") from None
+
+
+def _print_line(label: str, line: str) -> None:
+    from rich.markup import escape
+
+    from skyc.cli.output import console
+
+    console.print(f"[cyan]{escape(label)}[/] {escape(line)}", soft_wrap=True, highlight=False)
+
+
+def exec_cmd(
+    cluster: str = typer.Argument(..., help="Name of a running cluster."),
+    task: Path = typer.Argument(..., help="Task YAML to run on the cluster."),
+    env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
+    secret: list[str] = typer.Option(
+        [], "--secret", help="KEY=VAL, or KEY to take the value from this environment."),
+    detach: bool = typer.Option(False, "--detach", "-d", help="Start the run and return."),
+    rerun_setup: bool = typer.Option(False, "--rerun-setup",
+                                     help="Run setup even when it has not changed."),
+) -> None:
+    """Sync the task's workdir and run its setup and run commands on every node."""
+    from skyc.errors import UnsupportedFeature
+    from skyc.runtime import job_spec_from_task, run_job
+    from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
+
+    info = load_cluster(cluster)
+    task_file = load_tasks(task, env=parse_env_flags(env), secrets=parse_secret_flags(secret),
+                           require_values=True)
+    if len(task_file.tasks) != 1:
+        raise UnsupportedFeature(
+            f"{task}: holds {len(task_file.tasks)} tasks; exec runs a single task")
+    spec = job_spec_from_task(task_file.tasks[0])
+    result = run_job(info, spec, on_line=_print_line, rerun_setup=rerun_setup, detach=detach)
+    if detach and result.ok:
+        from skyc.cli.output import console
+
+        console.print(
+            f"job {result.job_id} started; follow it with: skyc logs {cluster} "
+            f"{result.job_id} --follow")
+    result.raise_for_status()
+
+
+def queue_cmd(cluster: str = typer.Argument(..., help="Name of a running cluster.")) -> None:
+    """List the cluster's jobs."""
+    from rich.table import Table
+
+    from skyc.cli.output import console
+    from skyc.runtime import queue
+
+    jobs = queue(load_cluster(cluster))
+    table = Table("ID", "NAME", "SUBMITTED", "STATUS", "NODES")
+    for job in jobs:
+        when = datetime.datetime.fromtimestamp(job["submitted"] or 0).strftime("%Y-%m-%d %H:%M:%S")
+        nodes = ", ".join(f"{n}: {s}" for n, s in job["nodes"].items())
+        table.add_row(str(job["job_id"]), job["name"] or "-", when, job["status"], nodes)
+    console.print(table)
+
+
+def logs_cmd(
+    cluster: str = typer.Argument(..., help="Name of a running cluster."),
+    job: int | None = typer.Argument(None, help="Job id (default: the latest job)."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until it ends."),
+) -> None:
+    """Print a job's logs from every node, each line prefixed with its node."""
+    from skyc.errors import JobFailed
+    from skyc.runtime import tail_logs
+
+    code = tail_logs(load_cluster(cluster), job, follow, on_line=_print_line)
+    if follow and code > 0:
+        raise JobFailed(f"job {job if job is not None else '(latest)'} exited with code {code}",
+                        code)
+
+
+def cancel_cmd(
+    cluster: str = typer.Argument(..., help="Name of a running cluster."),
+    job: int = typer.Argument(..., help="Job id."),
+) -> None:
+    """Stop a job on every node (its whole process tree)."""
+    from skyc.cli.output import console
+    from skyc.runtime import cancel
+
+    if cancel(load_cluster(cluster), job):
+        console.print(f"job {job} on {cluster}: cancelled")
+    else:
+        console.print(f"job {job} on {cluster} had already finished")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("exec")(exec_cmd)
+    app.command("queue")(queue_cmd)
+    app.command("logs")(logs_cmd)
+    app.command("cancel")(cancel_cmd)

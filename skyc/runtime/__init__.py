@@ -1,0 +1,25 @@
+"""Running jobs on a cluster's nodes: transports, the node agent, workdir sync, logs.
+
+    run_job(cluster, spec, on_line=..., rerun_setup=False, detach=False, log_dir=None)
+    queue(cluster) / tail_logs(cluster, job_id, follow) / cancel(cluster, job_id)
+    wait_for_nodes(cluster, timeout)
+
+asyncssh is imported only when a cluster has SSH nodes.
+"""
+
+from __future__ import annotations
+
+from skyc.runtime.jobs import cancel, queue, run_job, tail_logs, wait_for_nodes
+from skyc.runtime.spec import JobResult, JobSpec, NodeResult, job_spec_from_task
+
+__all__ = [
+    "JobResult",
+    "JobSpec",
+    "NodeResult",
+    "cancel",
+    "job_spec_from_task",
+    "queue",
+    "run_job",
+    "tail_logs",
+    "wait_for_nodes",
+]

@@ -1,0 +1,604 @@
+"""skyc node agent: a single stdlib-only file shipped to every node (Python >= 3.8).
+
+skyc uploads it to ``~/.skyc/agent-<version>.py`` and runs sub-commands over the
+node's transport. Job state lives under ``~/.skyc/jobs/<job_id>/``:
+
+    meta.json        name, submission time, number of nodes (head only)
+    <phase>.log      output of the phase's command (phase: setup | run)
+    <phase>.pgid     process group of the phase's command
+    <phase>.exit     exit code, written when the command ends
+    cancelled        present when the job was cancelled
+
+A job's environment (secrets included) arrives as JSON on stdin and is kept in
+memory only. Sub-commands that stream end with a trailer line on stderr,
+``__skyc_exit__ <code>``, so the caller can tell the job's exit code from a
+broken connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import uuid
+from typing import Any, BinaryIO
+
+VERSION = "1"
+EXIT_TRAILER = "__skyc_exit__"
+SINGLE_FILE_MEMBER = ".skyc-single-file"
+PHASES = ("setup", "run")
+
+
+def skyc_dir() -> str:
+    return os.path.join(os.path.expanduser("~"), ".skyc")
+
+
+def jobs_dir() -> str:
+    return os.path.join(skyc_dir(), "jobs")
+
+
+def job_dir(job_id: int) -> str:
+    return os.path.join(jobs_dir(), str(job_id))
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _trailer(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.write(f"{EXIT_TRAILER} {code}\n")
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------- job table
+
+
+def _pid_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def job_status(job_id: int) -> dict[str, Any]:
+    d = job_dir(job_id)
+    meta = json.loads(_read(os.path.join(d, "meta.json")) or "{}")
+    info: dict[str, Any] = {"job_id": job_id, "name": meta.get("name"),
+                            "submitted": meta.get("submitted"), "exit_code": None}
+    cancelled = os.path.exists(os.path.join(d, "cancelled"))
+    status = "PENDING"
+    for phase in PHASES:
+        started = os.path.exists(os.path.join(d, phase + ".pgid"))
+        code_text = _read(os.path.join(d, phase + ".exit"))
+        if not started:
+            continue
+        if code_text is None:
+            pgid = int(_read(os.path.join(d, phase + ".pgid")) or "0")
+            alive = pgid > 0 and _pid_alive(pgid)
+            status = ("SETTING_UP" if phase == "setup" else "RUNNING") if alive else "FAILED"
+            break
+        code = int(code_text)
+        info["exit_code"] = code
+        if code != 0:
+            status = "FAILED_SETUP" if phase == "setup" else "FAILED"
+            break
+        status = "SUCCEEDED" if phase == "run" else "SETUP_DONE"
+    if cancelled and status not in ("SUCCEEDED",):
+        status = "CANCELLED"
+    info["status"] = status
+    return info
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    ids = sorted(int(n) for n in os.listdir(jobs_dir()) if n.isdigit()) if os.path.isdir(
+        jobs_dir()) else []
+    if args.job is not None:
+        ids = [i for i in ids if i == args.job]
+    print(json.dumps([job_status(i) for i in ids], sort_keys=True))
+    return 0
+
+
+# ---------------------------------------------------------------- running phases
+
+
+def _spawn_supervisor(job_id: int, phase: str, spec: dict[str, Any]) -> None:
+    """Double-fork a supervisor that runs the phase detached from this session."""
+    d = job_dir(job_id)
+    os.makedirs(d, exist_ok=True)
+    for suffix in (".exit", ".pgid"):
+        if os.path.exists(os.path.join(d, phase + suffix)):
+            os.unlink(os.path.join(d, phase + suffix))
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(ready_w)
+        os.read(ready_r, 1)  # the supervisor has written <phase>.pgid
+        os.close(ready_r)
+        os.waitpid(pid, 0)
+        return
+    os.close(ready_r)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    code = 255
+    try:
+        env = dict(os.environ)
+        env.update(spec.get("env") or {})
+        cwd = os.path.expanduser(spec.get("cwd") or "~")
+        if not os.path.isdir(cwd):
+            cwd = os.path.expanduser("~")
+        with open(os.path.join(d, phase + ".log"), "ab") as log:
+            proc = subprocess.Popen(
+                ["bash", "-c", spec["command"]], stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True)
+            _write_atomic(os.path.join(d, phase + ".pgid"), str(proc.pid))
+            os.write(ready_w, b"x")
+            os.close(ready_w)
+            rc = proc.wait()
+        code = rc if rc >= 0 else 128 - rc
+    finally:
+        _write_atomic(os.path.join(d, phase + ".exit"), str(code))
+        os._exit(0)
+
+
+def _follow(job_id: int, phase: str, follow: bool, offset: int = 0) -> int:
+    """Copy a phase's log to stdout; with follow, until the phase ends. Returns its code."""
+    d = job_dir(job_id)
+    log_path = os.path.join(d, phase + ".log")
+    exit_path = os.path.join(d, phase + ".exit")
+    out: BinaryIO = sys.stdout.buffer
+    fh = None
+    delay = 0.01
+    while True:
+        if fh is None and os.path.exists(log_path):
+            fh = open(log_path, "rb")  # noqa: SIM115 - kept open while following
+            fh.seek(offset)
+        done = os.path.exists(exit_path)
+        chunk = fh.read(1 << 16) if fh is not None else b""
+        if chunk:
+            out.write(chunk)
+            out.flush()
+            delay = 0.01
+            continue
+        if done or not follow:
+            break
+        pgid_text = _read(os.path.join(d, phase + ".pgid"))
+        if pgid_text and not _pid_alive(int(pgid_text)) and not os.path.exists(exit_path):
+            time.sleep(0.2)  # the supervisor may be writing the exit code
+            if not os.path.exists(exit_path):
+                break
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    if fh is not None:
+        fh.close()
+    code_text = _read(exit_path)
+    return int(code_text) if code_text is not None else -1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    spec = json.loads(sys.stdin.read() or "{}")
+    hash_path = os.path.join(skyc_dir(), "setup_hash")
+    unchanged = (_read(hash_path) or "").strip() == args.setup_hash
+    if args.phase == "setup" and args.setup_hash and not args.force and unchanged:
+        sys.stdout.write("setup unchanged: skipped\n")
+        _trailer(0)
+        return 0
+    if os.path.exists(os.path.join(job_dir(args.job), "cancelled")):
+        sys.stdout.write(f"job {args.job} was cancelled: {args.phase} not started\n")
+        _trailer(143)
+        return 0
+    _spawn_supervisor(args.job, args.phase, spec)
+    if not args.follow:
+        _trailer(0)
+        return 0
+    code = _follow(args.job, args.phase, True)
+    if code == 0 and args.phase == "setup" and args.setup_hash:
+        os.makedirs(skyc_dir(), exist_ok=True)
+        _write_atomic(hash_path, args.setup_hash)
+    _trailer(code)
+    return 0
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    code = -1
+    for phase in PHASES if args.phase == "all" else (args.phase,):
+        if not os.path.exists(os.path.join(job_dir(args.job), phase + ".pgid")):
+            continue
+        code = _follow(args.job, phase, args.follow)
+        if code != 0:
+            break
+    _trailer(code)
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    d = job_dir(args.job)
+    if not os.path.isdir(d):
+        sys.stderr.write(f"no job {args.job} on this node\n")
+        return 2
+    if os.path.exists(os.path.join(d, "run.exit")):
+        print(json.dumps({"job_id": args.job, "cancelled": False, "reason": "finished"}))
+        return 0
+    # marked first: a phase that has not started yet will not start
+    open(os.path.join(d, "cancelled"), "w").close()
+    groups = []
+    for phase in PHASES:
+        text = _read(os.path.join(d, phase + ".pgid"))
+        if text and not os.path.exists(os.path.join(d, phase + ".exit")):
+            groups.append(int(text))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, sig)
+        deadline = time.time() + 3
+        while time.time() < deadline and any(_pid_alive(g) for g in groups):
+            time.sleep(0.05)
+        groups = [g for g in groups if _pid_alive(g)]
+        if not groups:
+            break
+    print(json.dumps({"job_id": args.job, "cancelled": True}))
+    return 0
+
+
+# ---------------------------------------------------------------- accelerators
+
+
+def _tool(argv: list[str]) -> str | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.decode("utf-8", "replace")
+
+
+def canonical_gpu_name(raw: str, memory_mib: int | None) -> str:
+    name = raw.strip()
+    for prefix in ("NVIDIA ", "Tesla ", "AMD Instinct ", "AMD "):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    base = re.split(r"[\s\-]", name, maxsplit=1)[0]
+    if base == "A100" and memory_mib is not None and memory_mib > 50000:
+        return "A100-80GB"
+    return base
+
+
+def detect_nvidia() -> dict[str, Any] | None:
+    out = _tool(["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"])
+    if not out:
+        return None
+    gpus: list[dict[str, Any]] = []
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        name, _, mem = line.rpartition(",")
+        m = re.search(r"(\d+)", mem)
+        mib = int(m.group(1)) if m else None
+        gpus.append({"name": name.strip(), "memory_mib": mib})
+    if not gpus:
+        return None
+    return {"vendor": "nvidia", "count": len(gpus), "gpus": gpus,
+            "name": canonical_gpu_name(gpus[0]["name"], gpus[0]["memory_mib"])}
+
+
+def detect_amd() -> dict[str, Any] | None:
+    names: list[str] = []
+    out = _tool(["amd-smi", "static", "--asic"])
+    if out:
+        names = [m.group(1).strip() for m in re.finditer(r"MARKET_NAME:\s*(.+)", out)]
+    if not names:
+        out = _tool(["rocm-smi"])
+        if out:
+            lines = out.splitlines()
+            for i, line in enumerate(lines):
+                if re.match(r"^\d+\s+\[0x", line) and i + 1 < len(lines):
+                    names.append(lines[i + 1].strip())
+    if names:
+        return {"vendor": "amd", "count": len(names),
+                "gpus": [{"name": n, "memory_mib": None} for n in names],
+                "name": canonical_gpu_name(names[0], None)}
+    if os.path.exists("/dev/kfd"):
+        return {"vendor": "amd", "count": None, "gpus": [], "name": None}
+    return None
+
+
+def detect_tpu() -> dict[str, Any] | None:
+    acc = os.environ.get("TPU_ACCELERATOR_TYPE")
+    if not acc:
+        path = "/sys/class/accel"
+        if os.path.isdir(path) and os.listdir(path):
+            return {"vendor": "tpu", "count": len(os.listdir(path)), "gpus": [], "name": None}
+        return None
+    m = re.match(r"^(v\d+[a-z]*)(?:pod)?-(\d+)$", acc)
+    count = int(m.group(2)) if m else None
+    return {"vendor": "tpu", "count": count, "gpus": [], "name": "tpu-" + acc}
+
+
+def detect_accelerators() -> dict[str, Any]:
+    for probe in (detect_nvidia, detect_amd, detect_tpu):
+        found = probe()
+        if found:
+            return found
+    return {"vendor": "none", "count": 0, "gpus": [], "name": None}
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    facts = {"agent_version": VERSION, "python": list(sys.version_info[:3]),
+             "hostname": os.uname().nodename, "accelerators": detect_accelerators()}
+    print(json.dumps(facts, sort_keys=True))
+    return 0
+
+
+# ---------------------------------------------------------------- sync
+
+
+def resolve_target(target: str) -> str:
+    if target.startswith("~"):
+        return os.path.expanduser(target)
+    if os.path.isabs(target):
+        return target
+    return os.path.join(os.path.expanduser("~"), target)
+
+
+def sync_key(target: str) -> str:
+    """Sync state is kept per target as the caller spells it (``~/sky_workdir``), so that
+    the caller can read it with a plain ``cat`` (``~/.skyc/sync/<key>.json`` and ``.id``)."""
+    return hashlib.sha256(target.encode("utf-8")).hexdigest()[:24]
+
+
+def _manifest_path(target: str) -> str:
+    return os.path.join(skyc_dir(), "sync", sync_key(target) + ".json")
+
+
+def load_manifest(target: str) -> dict[str, Any]:
+    text = _read(_manifest_path(target))
+    return json.loads(text) if text else {"id": None, "files": {}}
+
+
+def cmd_sync_manifest(args: argparse.Namespace) -> int:
+    exists = os.path.lexists(resolve_target(args.target))
+    print(json.dumps(load_manifest(args.target) if exists else {"id": None, "files": {}}))
+    return 0
+
+
+def _safe_rel(name: str) -> str:
+    norm = os.path.normpath(name)
+    if norm.startswith("..") or os.path.isabs(norm):
+        raise ValueError(f"unsafe path in sync stream: {name!r}")
+    return norm
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    parts = []
+    while size > 0:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise ValueError("sync stream ended early")
+        parts.append(chunk)
+        size -= len(chunk)
+    return b"".join(parts)
+
+
+def _read_meta(fd: int) -> dict[str, Any]:
+    """The stream starts with ``<length>\\n`` and the manifest (JSON) of that length."""
+    line = b""
+    while not line.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte or len(line) > 20:
+            raise ValueError("sync stream does not start with its manifest")
+        line += byte
+    meta: dict[str, Any] = json.loads(_read_exact(fd, int(line)).decode("utf-8"))
+    return meta
+
+
+def _drain(fd: int) -> None:
+    while os.read(fd, 1 << 20):
+        pass
+
+
+def _extract_with_tar(fd: int, staging: str, tar_bin: str) -> None:
+    proc = subprocess.run([tar_bin, "-x", "-p", "--no-same-owner", "-f", "-", "-C", staging],
+                          stdin=fd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          check=False)
+    if proc.returncode != 0:
+        raise ValueError("tar: " + proc.stderr.decode("utf-8", "replace").strip()[-500:])
+
+
+def _extract_with_tarfile(fd: int, staging: str) -> None:
+    dirs = []
+    with os.fdopen(os.dup(fd), "rb") as stream, tarfile.open(
+            fileobj=stream, mode="r|", encoding="utf-8") as tar:
+        for member in tar:
+            rel = _safe_rel(member.name)
+            dest = os.path.join(staging, rel)
+            parent = os.path.dirname(dest)
+            if not os.path.isdir(parent):
+                os.makedirs(parent)
+            if member.isdir():
+                os.makedirs(dest, exist_ok=True)
+                dirs.append((dest, member))
+            elif member.issym():
+                os.symlink(member.linkname, dest)
+            elif member.isfile():
+                src = tar.extractfile(member)
+                with open(dest, "wb") as fh:
+                    if src is not None:
+                        shutil.copyfileobj(src, fh, 1 << 20)
+                os.chmod(dest, member.mode & 0o7777)
+                os.utime(dest, (member.mtime, member.mtime))
+    for dest, member in reversed(dirs):
+        os.chmod(dest, member.mode & 0o7777)
+
+
+def _verify(staging: str, meta: dict[str, Any]) -> None:
+    """Every changed entry arrived whole (a stream cut at a member boundary is caught here)."""
+    for rel in meta["changed"]:
+        kind, size = meta["files"][rel][:2]
+        path = os.path.join(staging, SINGLE_FILE_MEMBER if rel == "." else rel)
+        if not os.path.lexists(path):
+            raise ValueError(f"sync stream incomplete: {rel} missing")
+        if kind == "f" and os.lstat(path).st_size != size:
+            raise ValueError(f"sync stream incomplete: {rel} truncated")
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def _apply(staging: str, target: str, old: dict[str, Any], meta: dict[str, Any]) -> None:
+    new_files: dict[str, Any] = meta["files"]
+    if "." in new_files:  # a single-file mount: the target itself is the file
+        if "." in meta["changed"]:
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            os.replace(os.path.join(staging, SINGLE_FILE_MEMBER), target)
+        return
+    if os.path.lexists(target) and (not os.path.isdir(target) or os.path.islink(target)):
+        _remove(target)
+    if not os.path.lexists(target):
+        os.makedirs(os.path.dirname(target) or "/", exist_ok=True)
+        if staging:
+            os.rename(staging, target)
+        else:
+            os.makedirs(target)
+        return
+    for rel in sorted(meta["changed"], key=lambda p: p.count("/")):
+        src = os.path.join(staging, rel)
+        dest = os.path.join(target, rel)
+        kind = new_files[rel][0]
+        if kind == "d":
+            if os.path.lexists(dest) and (os.path.islink(dest) or not os.path.isdir(dest)):
+                os.unlink(dest)
+            os.makedirs(dest, exist_ok=True)
+            os.chmod(dest, os.stat(src).st_mode & 0o7777)
+            continue
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        if os.path.isdir(dest) and not os.path.islink(dest):
+            shutil.rmtree(dest)
+        os.replace(src, dest)
+    gone = [p for p in old.get("files", {}) if p not in new_files]
+    for rel in sorted(gone, key=lambda p: -p.count("/")):
+        dest = os.path.join(target, rel)
+        if old["files"][rel][0] == "d":
+            with contextlib.suppress(OSError):  # not empty: it holds files the job wrote
+                os.rmdir(dest)
+        elif os.path.lexists(dest) and not os.path.isdir(dest):
+            os.unlink(dest)
+
+
+def cmd_sync_apply(args: argparse.Namespace) -> int:
+    target = resolve_target(args.target)
+    old = load_manifest(args.target)
+    if not os.path.lexists(target):
+        old = {"id": None, "files": {}}
+    staging = ""
+    try:
+        meta = _read_meta(0)
+        if meta.get("base") != old.get("id"):
+            if meta["changed"]:
+                _drain(0)
+            sys.stdout.write(json.dumps({"stale": True, "id": old.get("id")}) + "\n")
+            _trailer(3)
+            return 0
+        if meta["changed"]:
+            parent = os.path.dirname(target.rstrip("/")) or "/"
+            os.makedirs(parent, exist_ok=True)
+            staging = os.path.join(parent, ".skyc-staging-" + uuid.uuid4().hex[:12])
+            os.makedirs(staging)
+            tar_bin = shutil.which("tar")
+            if tar_bin:
+                _extract_with_tar(0, staging, tar_bin)
+            else:
+                _extract_with_tarfile(0, staging)
+            _verify(staging, meta)
+        if not meta.get("noop"):
+            _apply(staging, target, old, meta)
+            manifest = _manifest_path(args.target)
+            os.makedirs(os.path.dirname(manifest), exist_ok=True)
+            _write_atomic(manifest, json.dumps({"id": meta["id"], "files": meta["files"]}))
+            _write_atomic(manifest[:-len(".json")] + ".id", meta["id"])
+    except (tarfile.TarError, ValueError, OSError, EOFError) as exc:
+        sys.stderr.write(f"sync to {target} failed, previous tree kept: {exc}\n")
+        _trailer(1)
+        return 0
+    finally:
+        if staging and os.path.lexists(staging):
+            shutil.rmtree(staging, ignore_errors=True)
+    sys.stdout.write(json.dumps({"stale": False, "id": meta["id"]}) + "\n")
+    _trailer(0)
+    return 0
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="skyc-agent")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("version").set_defaults(fn=lambda a: print(VERSION) or 0)
+    sub.add_parser("facts").set_defaults(fn=cmd_facts)
+    p = sub.add_parser("run")
+    p.add_argument("job", type=int)
+    p.add_argument("phase", choices=PHASES)
+    p.add_argument("--follow", action="store_true")
+    p.add_argument("--setup-hash", default="")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("tail")
+    p.add_argument("job", type=int)
+    p.add_argument("--phase", default="all", choices=(*PHASES, "all"))
+    p.add_argument("--follow", action="store_true")
+    p.set_defaults(fn=cmd_tail)
+    p = sub.add_parser("cancel")
+    p.add_argument("job", type=int)
+    p.set_defaults(fn=cmd_cancel)
+    p = sub.add_parser("status")
+    p.add_argument("--job", type=int, default=None)
+    p.set_defaults(fn=cmd_status)
+    p = sub.add_parser("sync-manifest")
+    p.add_argument("target")
+    p.set_defaults(fn=cmd_sync_manifest)
+    p = sub.add_parser("sync-apply")
+    p.add_argument("target")
+    p.set_defaults(fn=cmd_sync_apply)
+    args = parser.parse_args(argv)
+    code: int = args.fn(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

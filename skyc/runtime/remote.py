@@ -1,0 +1,183 @@
+"""Calling the node agent over a transport: upload it once per version, run its sub-commands."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from skyc.errors import RuntimeAgentError, TransportError
+from skyc.runtime import agent as agent_module
+from skyc.runtime.transport import CommandResult, StdinSource, Transport, upload_bytes
+
+AGENT_MISSING = 217
+
+
+@lru_cache(maxsize=1)
+def agent_source() -> tuple[bytes, str]:
+    """The agent's code and its version (the agent's VERSION plus a hash of its code)."""
+    data = Path(agent_module.__file__).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    return data, f"{agent_module.VERSION}-{digest}"
+
+
+def node_label(transport: Transport) -> str:
+    n = transport.node
+    if n.rank == 0:
+        return f"({n.name}, rank={n.rank})"
+    return f"({n.name}, rank={n.rank}, ip={n.ip})"
+
+
+class LineSplitter:
+    """Turns a stream of byte chunks into decoded lines for a callback."""
+
+    def __init__(self, on_line: Callable[[str], None]) -> None:
+        self.on_line = on_line
+        self.buf = b""
+
+    def feed(self, chunk: bytes) -> None:
+        self.buf += chunk
+        *lines, self.buf = self.buf.split(b"\n")
+        for line in lines:
+            self.on_line(line.decode("utf-8", "replace").rstrip("\r"))
+
+    def flush(self) -> None:
+        if self.buf:
+            self.on_line(self.buf.decode("utf-8", "replace").rstrip("\r"))
+            self.buf = b""
+
+
+def parse_trailer(res: CommandResult, what: str, node: str) -> int:
+    """The exit code the agent reported on its last stderr line."""
+    text = res.stderr.decode("utf-8", "replace")
+    lines = text.rstrip("\n").splitlines()
+    if lines and lines[-1].startswith(agent_module.EXIT_TRAILER):
+        return int(lines[-1].split()[1])
+    detail = "\n".join(ln for ln in lines if ln.strip())[-2000:]
+    raise TransportError(
+        f"node {node}: {what} ended without a result (exit status {res.exit_code})"
+        + (f": {detail}" if detail else ": the connection or the node was lost"))
+
+
+class NodeAgent:
+    """The agent on one node, reached through that node's transport."""
+
+    def __init__(self, transport: Transport, python: str = "python3") -> None:
+        self.transport = transport
+        self.python = python
+        self.label = node_label(transport)
+        self.setup_hash = ""
+
+    @property
+    def name(self) -> str:
+        return self.transport.node.name
+
+    def _command(self, args: str) -> str:
+        _, version = agent_source()
+        return (f'f="$HOME/.skyc/agent-{version}.py"; [ -f "$f" ] || exit {AGENT_MISSING}; '
+                f'exec {self.python} -S "$f" {args}')
+
+    async def ensure(self) -> None:
+        """Upload the agent unless this version is already on the node; also learn the hash
+        of the setup last run there. One plain shell command: no Python start-up."""
+        _, version = agent_source()
+        res = await self.transport.run(
+            f'[ -f "$HOME/.skyc/agent-{version}.py" ] && echo present; '
+            'echo "setup_hash=$(cat "$HOME/.skyc/setup_hash" 2>/dev/null)"; true', timeout=60)
+        out = res.stdout.decode("utf-8", "replace")
+        self.setup_hash = out.rpartition("setup_hash=")[2].strip()
+        if "present" not in out.splitlines():
+            await self.install()
+
+    async def install(self) -> None:
+        data, version = agent_source()
+        await upload_bytes(self.transport, data, f"~/.skyc/agent-{version}.py", 0o644)
+
+    async def call(self, args: str, *, stdin: StdinSource = None,
+                   on_stdout: Callable[[bytes], None] | None = None,
+                   timeout: float | None = None) -> CommandResult:
+        res = await self.transport.run(self._command(args), stdin=stdin, on_stdout=on_stdout,
+                                       timeout=timeout)
+        if res.exit_code == AGENT_MISSING and not isinstance(stdin, (bytes, type(None))):
+            raise RuntimeAgentError(f"node {self.name}: agent missing; call ensure() first")
+        if res.exit_code == AGENT_MISSING:
+            await self.install()
+            res = await self.transport.run(self._command(args), stdin=stdin,
+                                           on_stdout=on_stdout, timeout=timeout)
+        return res
+
+    async def call_json(self, args: str, *, stdin: bytes | None = None,
+                        timeout: float | None = 60) -> Any:
+        res = await self.call(args, stdin=stdin, timeout=timeout)
+        if res.exit_code != 0:
+            raise RuntimeAgentError(
+                f"node {self.name}: agent '{args.split()[0]}' failed (exit {res.exit_code}): "
+                f"{res.stderr.decode(errors='replace').strip()[-2000:]}")
+        return json.loads(res.stdout.decode())
+
+    async def facts(self) -> dict[str, Any]:
+        """Node facts (accelerators, Python); installs the agent when it is missing."""
+        facts: dict[str, Any] = await self.call_json("facts")
+        return facts
+
+    async def new_job(self, name: str, num_nodes: int) -> int:
+        """Allocate the next job id on this (head) node: ``mkdir`` is the atomic step."""
+        meta = json.dumps({"name": name, "num_nodes": num_nodes, "submitted": time.time()},
+                          sort_keys=True)
+        res = await self.transport.run(
+            'd="$HOME/.skyc/jobs"; mkdir -p "$d" || exit 1; '
+            """n=$(ls "$d" | grep -E '^[0-9]+$' | sort -n | tail -n 1); n=$((${n:-0} + 1)); """
+            'until mkdir "$d/$n" 2>/dev/null; do n=$((n + 1)); done; '
+            f'printf "%s" {shlex.quote(meta)} > "$d/$n/meta.json" && echo "$n"', timeout=60)
+        if res.exit_code != 0:
+            raise RuntimeAgentError(f"node {self.name}: cannot allocate a job id: "
+                                    f"{res.stderr.decode(errors='replace').strip()}")
+        return int(res.stdout.decode().strip())
+
+    async def run_phase(self, job_id: int, phase: str, payload: dict[str, Any], *,
+                        follow: bool, on_line: Callable[[str], None],
+                        setup_hash: str = "", force: bool = False) -> int:
+        """Start a phase (its environment travels on stdin); with follow, stream to its end."""
+        args = f"run {job_id} {phase}"
+        if follow:
+            args += " --follow"
+        if setup_hash:
+            args += f" --setup-hash {setup_hash}"
+        if force:
+            args += " --force"
+        return await self._streaming(args, json.dumps(payload).encode(), on_line, phase)
+
+    async def tail(self, job_id: int, follow: bool, on_line: Callable[[str], None]) -> int:
+        args = f"tail {job_id}" + (" --follow" if follow else "")
+        return await self._streaming(args, b"", on_line, "logs")
+
+    async def _streaming(self, args: str, stdin: bytes, on_line: Callable[[str], None],
+                         what: str) -> int:
+        splitter = LineSplitter(on_line)
+        res = await self.call(args, stdin=stdin, on_stdout=splitter.feed)
+        splitter.flush()
+        return parse_trailer(res, what, self.name)
+
+    async def cancel(self, job_id: int) -> bool:
+        """Stop the job here; False when it had already finished (or is unknown here)."""
+        res = await self.call(f"cancel {job_id}", timeout=30)
+        if res.exit_code != 0:
+            return False
+        try:
+            return bool(json.loads(res.stdout.decode()).get("cancelled"))
+        except ValueError:
+            return False
+
+    async def status(self) -> list[dict[str, Any]]:
+        jobs: list[dict[str, Any]] = await self.call_json("status")
+        return jobs
+
+
+def local_python() -> str:
+    return shlex.quote(sys.executable)

@@ -1,0 +1,69 @@
+"""A cluster session: one transport and agent per node, connected in parallel, reused."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from skyc.errors import TransportError
+from skyc.nodes import ClusterInfo, Node
+from skyc.runtime.remote import NodeAgent, local_python
+from skyc.runtime.transport import LocalTransport, Transport
+
+
+def make_transport(node: Node, workspace: Path, connect_timeout: float) -> Transport:
+    if node.transport == "local":
+        return LocalTransport(node)
+    from skyc.runtime.ssh import SshTransport
+
+    return SshTransport(node, workspace, connect_timeout=connect_timeout)
+
+
+class ClusterSession:
+    """Connects to every node of a cluster and makes sure the agent is there."""
+
+    def __init__(self, cluster: ClusterInfo, *, connect_timeout: float = 10.0) -> None:
+        if not cluster.nodes:
+            raise TransportError(f"cluster {cluster.name} has no nodes")
+        self.cluster = cluster
+        self.workspace = Path(cluster.workspace)
+        self.nodes = sorted(cluster.nodes, key=lambda n: n.rank)
+        self.agents = [
+            NodeAgent(make_transport(n, self.workspace, connect_timeout),
+                      local_python() if n.transport == "local" else "python3")
+            for n in self.nodes
+        ]
+        self.facts: dict[str, dict[str, Any]] = {}
+
+    @property
+    def head(self) -> NodeAgent:
+        return self.agents[0]
+
+    async def open(self, timeout: float, *, facts: bool = False) -> None:
+        """Connect to every node (retrying up to ``timeout`` s) and make sure the agent is
+        there; with ``facts``, also collect each node's facts (accelerators, Python)."""
+        async def one(agent: NodeAgent) -> None:
+            await agent.transport.connect(timeout)
+            if facts:
+                self.facts[agent.name] = await agent.facts()
+            else:
+                await agent.ensure()
+
+        results = await asyncio.gather(*(one(a) for a in self.agents), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await self.close()
+            raise errors[0]
+
+    async def close(self) -> None:
+        await asyncio.gather(*(a.transport.close() for a in self.agents),
+                             return_exceptions=True)
+
+    async def __aenter__(self) -> ClusterSession:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()

@@ -1,0 +1,126 @@
+"""What the runtime runs (JobSpec) and what it reports back (JobResult)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from skyc.errors import JobFailed, UnsupportedFeature
+
+_BUCKET_SCHEMES = ("s3://", "gs://", "gcs://", "r2://", "cos://", "oci://", "az://", "https://")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobSpec(_Model):
+    """One job: the files it needs on every node and the commands it runs there."""
+
+    name: str | None = None
+    workdir: str | None = None                          # local directory, synced to ~/sky_workdir
+    file_mounts: dict[str, str] = Field(default_factory=dict)  # node target -> local path
+    setup: str | None = None
+    run: str | None = None
+    envs: dict[str, str] = Field(default_factory=dict)
+    secrets: dict[str, SecretStr] = Field(default_factory=dict)
+    num_gpus_per_node: float = 0
+
+    @field_validator("file_mounts")
+    @classmethod
+    def _local_sources_only(cls, mounts: dict[str, str]) -> dict[str, str]:
+        for target, source in mounts.items():
+            if source.startswith(_BUCKET_SCHEMES) or "://" in source:
+                raise UnsupportedFeature(
+                    f"file_mounts.{target}: '{source}' is a bucket or URL; "
+                    "only local files and directories can be mounted for now",
+                    hint="copy the data inside the job's setup, or mount a local path",
+                )
+        return mounts
+
+    def secret_values(self) -> dict[str, str]:
+        return {k: v.get_secret_value() for k, v in self.secrets.items()}
+
+
+class NodeResult(_Model):
+    """How one node's part of the job ended."""
+
+    node: str
+    rank: int
+    exit_code: int | None        # None: the node was lost before reporting
+    error: str | None = None     # why the node failed, beyond its exit code
+
+
+class JobResult(_Model):
+    """A job's outcome on every node. ``failed_node`` names the node that failed first."""
+
+    cluster: str
+    job_id: int
+    status: str                  # SUCCEEDED | FAILED | FAILED_SETUP | RUNNING (detached)
+    nodes: list[NodeResult]
+    failed_node: str | None = None
+    log_dir: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("SUCCEEDED", "RUNNING")
+
+    @property
+    def exit_code(self) -> int:
+        """The job's exit code: the failing node's, 255 for a lost node, else 0."""
+        if self.ok:
+            return 0
+        for n in self.nodes:
+            if n.node == self.failed_node:
+                return n.exit_code if n.exit_code not in (None, 0) else 255
+        return 1
+
+    def describe_failure(self) -> str:
+        for n in self.nodes:
+            if n.node == self.failed_node:
+                phase = "setup" if self.status == "FAILED_SETUP" else "run"
+                why = n.error or f"{phase} exited with code {n.exit_code}"
+                return (f"job {self.job_id} on cluster {self.cluster} failed: node {n.node} "
+                        f"(rank={n.rank}): {why}")
+        return f"job {self.job_id} on cluster {self.cluster}: {self.status}"
+
+    def raise_for_status(self) -> None:
+        """Raise JobFailed (carrying the job's exit code) when the job failed."""
+        if not self.ok:
+            raise JobFailed(self.describe_failure(), self.exit_code,
+                            hint=f"full logs: {self.log_dir}")
+
+
+def job_spec_from_task(task: Any) -> JobSpec:
+    """Adapt a ``skyc.task.Task`` to a JobSpec (duck-typed: the task model is not imported).
+
+    The GPUs per node come from the cluster (``ClusterInfo.num_gpus_per_node``).
+    """
+    workdir = getattr(task, "workdir", None)
+    if workdir is not None and not isinstance(workdir, str):
+        raise UnsupportedFeature(
+            "workdir: a git repository workdir ({url, ref}) is not supported yet",
+            hint="clone the repository locally and set workdir to its path",
+        )
+    file_mounts: dict[str, str] = {}
+    for target, source in dict(getattr(task, "file_mounts", None) or {}).items():
+        if not isinstance(source, str):
+            raise UnsupportedFeature(
+                f"file_mounts.{target}: storage mounts (buckets) are not supported yet; "
+                "only a local file or directory can be mounted")
+        file_mounts[str(target)] = source
+    if getattr(task, "volumes", None):
+        raise UnsupportedFeature("volumes: volumes are not supported by the runtime yet")
+    envs = task.env_values() if hasattr(task, "env_values") else dict(task.envs or {})
+    secrets = (task.secret_values() if hasattr(task, "secret_values")
+               else dict(task.secrets or {}))
+    return JobSpec(
+        name=getattr(task, "name", None),
+        workdir=workdir,
+        file_mounts=file_mounts,
+        setup=getattr(task, "setup", None),
+        run=getattr(task, "run", None),
+        envs={str(k): str(v) for k, v in envs.items() if v is not None},
+        secrets={str(k): SecretStr(str(v)) for k, v in secrets.items() if v is not None},
+    )

@@ -1,0 +1,189 @@
+"""SSH transport (asyncssh, imported lazily) with host keys pinned per cluster.
+
+The first connection to a node records its host key in ``<workspace>/known_hosts``;
+later connections accept only that key. A changed key is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from skyc.errors import TransportError
+from skyc.nodes import Node
+from skyc.runtime.transport import CommandResult, OutputSink, StdinSource, feed_stdin
+
+DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa", "ssh_key")
+PREFERRED_CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
+                     "chacha20-poly1305@openssh.com", "aes128-ctr", "aes256-ctr"]
+
+
+def host_pattern(host: str, port: int) -> str:
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+def pinned_entries(known_hosts: Path, pattern: str) -> list[str]:
+    if not known_hosts.exists():
+        return []
+    lines = known_hosts.read_text().splitlines()
+    return [ln for ln in lines if ln.split(" ", 1)[0] == pattern]
+
+
+def client_keys(node: Node, workspace: Path) -> list[str]:
+    if node.identity_file:
+        path = Path(node.identity_file).expanduser()
+        if not path.exists():
+            raise TransportError(f"node {node.name}: identity_file {path} does not exist")
+        return [str(path)]
+    return [str(workspace / n) for n in DEFAULT_KEY_NAMES if (workspace / n).exists()]
+
+
+class SshTransport:
+    """One reused SSH connection to a node."""
+
+    def __init__(self, node: Node, workspace: Path, *, connect_timeout: float = 10.0) -> None:
+        if not node.host:
+            raise TransportError(f"ssh node {node.name} has no host")
+        self.node = node
+        self.workspace = workspace
+        self.known_hosts = workspace / "known_hosts"
+        self.connect_timeout = connect_timeout
+        self._conn: Any = None
+
+    @property
+    def _target(self) -> str:
+        n = self.node
+        return f"{n.user + '@' if n.user else ''}{n.host}:{n.port}"
+
+    async def _connect_once(self) -> Any:
+        import asyncssh
+
+        n = self.node
+        assert n.host is not None
+        pattern = host_pattern(n.host, n.port)
+        pinned = bool(pinned_entries(self.known_hosts, pattern))
+        options: dict[str, Any] = {
+            "port": n.port, "config": [], "agent_path": None,
+            "client_keys": client_keys(n, self.workspace),
+            "known_hosts": str(self.known_hosts) if pinned else None,
+            "keepalive_interval": 5, "keepalive_count_max": 3,
+            "connect_timeout": self.connect_timeout,
+            # AES-GCM first: hardware-accelerated, the fastest for bulk transfers
+            "encryption_algs": PREFERRED_CIPHERS,
+        }
+        if n.user:
+            options["username"] = n.user
+        if not options["client_keys"]:
+            raise TransportError(
+                f"node {n.name}: no SSH key: the node has no identity_file and "
+                f"{self.workspace} holds none of {', '.join(DEFAULT_KEY_NAMES)}")
+        conn = await asyncssh.connect(n.host, **options)
+        if not pinned:
+            key = conn.get_server_host_key()
+            if key is None:
+                conn.close()
+                raise TransportError(f"node {n.name}: the server sent no host key")
+            line = f"{pattern} {key.export_public_key('openssh').decode().strip()}\n"
+            self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            with self.known_hosts.open("a") as fh:
+                fh.write(line)
+        return conn
+
+    async def connect(self, timeout: float) -> None:
+        """Connect, retrying with backoff while the node boots, for up to ``timeout`` s."""
+        import asyncssh
+
+        if self._conn is not None:
+            return
+        deadline = time.monotonic() + timeout
+        delay = 0.5
+        while True:
+            try:
+                self._conn = await self._connect_once()
+                return
+            except asyncssh.HostKeyNotVerifiable as exc:
+                raise TransportError(
+                    f"node {self.node.name} ({self._target}): host key does not match the key "
+                    f"pinned in {self.known_hosts}: {exc}",
+                    hint="if the node was re-created on purpose, remove its line from that "
+                    "file and retry; otherwise someone may be intercepting the connection",
+                ) from None
+            except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
+                if time.monotonic() + delay > deadline:
+                    raise TransportError(
+                        f"node {self.node.name} ({self._target}): cannot connect over SSH: "
+                        f"{exc or type(exc).__name__}") from None
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def run(
+        self,
+        command: str,
+        *,
+        stdin: StdinSource = None,
+        on_stdout: OutputSink | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult:
+        import asyncssh
+
+        if self._conn is None:
+            await self.connect(self.connect_timeout)
+        out: list[bytes] = []
+        err: list[bytes] = []
+        try:
+            proc = await self._conn.create_process(command, encoding=None)
+        except (OSError, asyncssh.Error) as exc:
+            self._drop()
+            raise TransportError(f"node {self.node.name}: connection lost: {exc}") from None
+
+        async def read_out() -> None:
+            while chunk := await proc.stdout.read(1 << 16):
+                if on_stdout is not None:
+                    on_stdout(chunk)
+                else:
+                    out.append(chunk)
+
+        async def read_err() -> None:
+            while chunk := await proc.stderr.read(1 << 16):
+                err.append(chunk)
+
+        async def feed() -> None:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                await feed_stdin(proc.stdin.write, proc.stdin.drain, proc.stdin.write_eof, stdin)
+
+        try:
+            await asyncio.wait_for(asyncio.gather(feed(), read_out(), read_err()), timeout)
+            await asyncio.wait_for(proc.wait_closed(), 30)
+        except asyncio.TimeoutError:
+            proc.close()
+            raise TransportError(
+                f"node {self.node.name}: command timed out after {timeout} s") from None
+        except (OSError, asyncssh.Error) as exc:
+            self._drop()
+            raise TransportError(f"node {self.node.name}: connection lost: {exc}") from None
+        except BaseException:  # cancellation, or a failing stdin source: end the command
+            proc.close()
+            raise
+        status = proc.exit_status
+        if status is None or status < 0:
+            self._drop()
+            raise TransportError(
+                f"node {self.node.name} ({self._target}): connection lost while running a "
+                "command (the node or its SSH server went away)")
+        return CommandResult(status, b"".join(out), b"".join(err))
+
+    def _drop(self) -> None:
+        """Forget a broken connection; the next command reconnects."""
+        if self._conn is not None:
+            self._conn.abort()
+            self._conn = None
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            with contextlib.suppress(Exception):
+                await self._conn.wait_closed()
+            self._conn = None

@@ -1,0 +1,148 @@
+"""The transport seam: run a command on a node, stream its output, feed its stdin.
+
+Two implementations: :class:`LocalTransport` (subprocesses; the node's home is
+its ``node_dir``) and ``skyc.runtime.ssh.SshTransport`` (asyncssh). Uploading a
+file is running ``cat > path`` with the file on stdin, so both share it.
+Cancelling a command is cancelling the coroutine that runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from skyc.errors import TransportError
+from skyc.nodes import Node
+
+OutputSink = Callable[[bytes], None]
+StdinSource = bytes | AsyncIterator[bytes] | None
+
+
+@dataclass
+class CommandResult:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+class Transport(Protocol):
+    node: Node
+
+    async def connect(self, timeout: float) -> None: ...
+
+    async def run(
+        self,
+        command: str,
+        *,
+        stdin: StdinSource = None,
+        on_stdout: OutputSink | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult: ...
+
+    async def close(self) -> None: ...
+
+
+async def feed_stdin(writer: Callable[[bytes], None], drain: Callable[[], object],
+                     close: Callable[[], None], stdin: StdinSource) -> None:
+    """Write bytes or an async stream of chunks to a process's stdin, then close it."""
+    if isinstance(stdin, bytes):
+        writer(stdin)
+        await _maybe_await(drain())
+    elif stdin is not None:
+        async for chunk in stdin:
+            writer(chunk)
+            await _maybe_await(drain())
+    close()
+
+
+async def _maybe_await(value: object) -> None:
+    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+        await value
+
+
+async def upload_bytes(transport: Transport, data: bytes, remote_path: str, mode: int) -> None:
+    """Write data to remote_path on the node (``~`` allowed), atomically."""
+    quoted = remote_path.replace("~/", "$HOME/", 1) if remote_path.startswith("~/") else remote_path
+    cmd = (f'p="{quoted}"; mkdir -p "$(dirname "$p")" && cat > "$p.tmp.$$" '
+           f'&& chmod {mode:o} "$p.tmp.$$" && mv -f "$p.tmp.$$" "$p"')
+    res = await transport.run(cmd, stdin=data, timeout=60)
+    if res.exit_code != 0:
+        raise TransportError(
+            f"node {transport.node.name}: could not write {remote_path}: "
+            f"{res.stderr.decode(errors='replace').strip()}")
+
+
+class LocalTransport:
+    """Runs commands as subprocesses of this machine, with HOME set to the node's directory."""
+
+    def __init__(self, node: Node) -> None:
+        if not node.node_dir:
+            raise TransportError(f"local node {node.name} has no node_dir")
+        self.node = node
+        self.home = Path(node.node_dir)
+
+    async def connect(self, timeout: float) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["HOME"] = str(self.home)
+        return env
+
+    async def run(
+        self,
+        command: str,
+        *,
+        stdin: StdinSource = None,
+        on_stdout: OutputSink | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "bash", "-c", command, cwd=self.home, env=self._env(),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, start_new_session=True,
+            )
+        except OSError as exc:
+            raise TransportError(f"node {self.node.name}: cannot start bash: {exc}") from None
+        assert proc.stdin and proc.stdout and proc.stderr
+        pin, pout, perr = proc.stdin, proc.stdout, proc.stderr
+        out: list[bytes] = []
+        err: list[bytes] = []
+
+        async def read_out() -> None:
+            while chunk := await pout.read(1 << 16):
+                if on_stdout is not None:
+                    on_stdout(chunk)
+                else:
+                    out.append(chunk)
+
+        async def read_err() -> None:
+            while chunk := await perr.read(1 << 16):
+                err.append(chunk)
+
+        async def feed() -> None:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                await feed_stdin(pin.write, pin.drain, pin.close, stdin)
+
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(feed(), read_out(), read_err(), proc.wait()), timeout)
+        except BaseException as exc:  # timeout, cancellation, or a failing stdin source
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+            if isinstance(exc, asyncio.TimeoutError):
+                raise TransportError(
+                    f"node {self.node.name}: command timed out after {timeout} s") from None
+            raise
+        return CommandResult(proc.returncode or 0, b"".join(out), b"".join(err))
+
+    async def close(self) -> None:
+        return None

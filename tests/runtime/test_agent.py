@@ -1,0 +1,98 @@
+"""The node agent on its own, as skyc runs it on a node: a subprocess with HOME set to the
+node's directory, on this Python and (when installed) on the oldest supported one, 3.8."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from skyc.runtime import agent
+
+
+def _python38() -> list[str]:
+    """A working Python 3.8 (the oldest a node may have), if this machine has one."""
+    pyenv = Path("/root/.pyenv/versions")
+    found = [shutil.which("python3.8"), *map(str, pyenv.glob("3.8*/bin/python3.8"))]
+    check = "import sys; assert sys.version_info[:2] == (3, 8)"
+    for exe in found:
+        if exe and subprocess.run([exe, "-c", check], capture_output=True,
+                                  check=False).returncode == 0:
+            return [exe]
+    return []
+
+
+PYTHONS = [sys.executable, *_python38()]
+
+
+def run_agent(python: str, home: Path, *args: str, stdin: str = "",
+              timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, "-S", agent.__file__, *args], input=stdin, text=True,
+                          capture_output=True, env={**os.environ, "HOME": str(home)},
+                          timeout=timeout, check=False)
+
+
+def trailer(out: subprocess.CompletedProcess[str]) -> int:
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith(agent.EXIT_TRAILER), out.stderr
+    return int(last.split()[1])
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_run_follow_env_from_stdin_and_exit_code(python: str, tmp_path: Path) -> None:
+    payload = {"command": 'echo "value=$SECRET_VALUE"; echo to-stderr >&2; exit 4',
+               "env": {"SECRET_VALUE": "kept-in-memory"}}
+    out = run_agent(python, tmp_path, "run", "1", "run", "--follow", stdin=json.dumps(payload))
+    assert trailer(out) == 4
+    assert out.stdout.splitlines() == ["value=kept-in-memory", "to-stderr"]
+    job = tmp_path / ".skyc" / "jobs" / "1"
+    assert (job / "run.exit").read_text() == "4"
+    assert b"kept-in-memory" not in b"".join(
+        p.read_bytes() for p in job.iterdir() if p.name != "run.log")
+    status = json.loads(run_agent(python, tmp_path, "status").stdout)
+    assert status[0]["status"] == "FAILED" and status[0]["exit_code"] == 4
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_cancel_kills_the_whole_process_tree(python: str, tmp_path: Path) -> None:
+    # the job starts a child and a grandchild; cancel must take them all
+    payload = {"command": "(sleep 300 & echo $! > child.pid; wait) & sleep 300"}
+    out = run_agent(python, tmp_path, "run", "7", "run", stdin=json.dumps(payload))
+    assert trailer(out) == 0
+    job = tmp_path / ".skyc" / "jobs" / "7"
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "child.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int((tmp_path / "child.pid").read_text())
+    pgid = int((job / "run.pgid").read_text())
+    assert os.getpgid(child) == pgid
+    assert json.loads(run_agent(python, tmp_path, "status").stdout)[0]["status"] == "RUNNING"
+    run_agent(python, tmp_path, "cancel", "7")
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    deadline = time.monotonic() + 10
+    while not (job / "run.exit").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert int((job / "run.exit").read_text()) in (143, 137)
+    assert json.loads(run_agent(python, tmp_path, "status").stdout)[0]["status"] == "CANCELLED"
+
+
+def test_setup_skipped_when_hash_recorded(tmp_path: Path) -> None:
+    payload = json.dumps({"command": "echo setting-up"})
+    first = run_agent(sys.executable, tmp_path, "run", "1", "setup", "--follow",
+                      "--setup-hash", "abc", stdin=payload)
+    assert first.stdout.strip() == "setting-up" and trailer(first) == 0
+    again = run_agent(sys.executable, tmp_path, "run", "2", "setup", "--follow",
+                      "--setup-hash", "abc", stdin=payload)
+    assert "skipped" in again.stdout and trailer(again) == 0
+    forced = run_agent(sys.executable, tmp_path, "run", "3", "setup", "--follow",
+                       "--setup-hash", "abc", "--force", stdin=payload)
+    assert forced.stdout.strip() == "setting-up"
