@@ -45,7 +45,7 @@ def exec_cmd(
     secret: list[str] = typer.Option(
         [], "--secret", help="KEY=VAL, or KEY to take the value from this environment."),
     detach: bool = typer.Option(False, "--detach", "-d", help="Start the run and return."),
-    rerun_setup: bool = typer.Option(False, "--rerun-setup",
+    rerun_setup: bool = typer.Option(False, "--setup", "--rerun-setup",
                                      help="Run setup even when it has not changed."),
 ) -> None:
     """Sync the task's workdir and run its setup and run commands on every node."""
@@ -78,7 +78,7 @@ def queue_cmd(cluster: str = typer.Argument(..., help="Name of a running cluster
     from skyc.runtime import queue
 
     jobs = queue(load_cluster(cluster))
-    table = Table("ID", "NAME", "SUBMITTED", "STATUS", "NODES")
+    table = Table("ID", "NAME", "SUBMITTED", "STATUS", "NODES", box=None, pad_edge=False)
     for job in jobs:
         when = datetime.datetime.fromtimestamp(job["submitted"] or 0).strftime("%Y-%m-%d %H:%M:%S")
         nodes = ", ".join(f"{n}: {s}" for n, s in job["nodes"].items())

@@ -1,0 +1,184 @@
+"""``skyc apply`` end to end on the ``local`` infra (node directories on this machine).
+
+Real subprocesses of ``python -m skyc``; the real terraform binary builds the
+local stack; jobs run through the real node agent.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+from tests.e2e.conftest import REPO, Skyc, pid_alive, wait_until
+
+HEAD = "(head, rank=0)"
+WORKER = "(worker1, rank=1, ip=127.0.0.1)"
+
+
+def _engine_logs(skyc: Skyc, cluster: str) -> set[str]:
+    logs = skyc.workspace(cluster) / "logs"
+    return {p.name for p in logs.iterdir()} if logs.is_dir() else set()
+
+
+def _setup_ran_on_both(stdout: str) -> bool:
+    return f"{HEAD} SETUP-RAN rank=0" in stdout and f"{WORKER} SETUP-RAN rank=1" in stdout
+
+
+def test_hello_example_runs_on_two_nodes_and_down_removes_the_cluster(skyc: Skyc) -> None:
+    shutil.copytree(REPO / "examples" / "hello", skyc.cwd / "examples" / "hello")
+    shutil.copy(REPO / "examples" / "hello.yaml", skyc.cwd / "examples" / "hello.yaml")
+
+    result = skyc.ok("apply", "examples/hello.yaml", "--yes", "--down")
+
+    lines = result.stdout.splitlines()
+    for prefix, rank in ((HEAD, 0), (WORKER, 1)):
+        assert f"{prefix} setup on " in result.stdout, str(result)
+        assert f"{prefix} hello from node {rank} of 2" in lines, str(result)
+        assert f"{prefix} hello from the workdir" in lines, str(result)
+    # Setup before run on each node.
+    assert lines.index(f"{HEAD} hello from node 0 of 2") > min(
+        i for i, line in enumerate(lines) if line.startswith(f"{HEAD} setup on "))
+    for stage in ("==> optimize", "==> provision", "==> run", "==> down"):
+        assert stage in result.stderr, str(result)
+    # Down: the workspace is gone but for engine logs; the job's logs stay.
+    ws = skyc.workspace("hello")
+    assert not ws.exists() or {p.name for p in ws.iterdir()} <= {"logs"}, list(ws.iterdir())
+    assert not (ws / "nodes").exists()
+    assert (skyc.home / "logs" / "hello" / "1").is_dir()
+    assert skyc.clusters() == []
+    status = skyc.ok("status")
+    assert "hello" not in status.stdout
+
+
+def test_worker_failure_sets_exit_code_names_the_node_and_stops_the_head(
+    skyc: Skyc, tmp_path: Path
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    skyc.write("fail.yaml", f"""\
+name: failing
+num_nodes: 2
+resources:
+  infra: local
+run: |
+  if [ "$SKYPILOT_NODE_RANK" = 1 ]; then
+    for i in $(seq 100); do [ -s {marks}/head.pid ] && break; sleep 0.1; done
+    echo "worker giving up"
+    exit 3
+  fi
+  sleep 120 &
+  echo $! > {marks}/sleep.pid
+  echo $$ > {marks}/head.pid
+  echo "head waiting"
+  wait
+""")
+    result = skyc("apply", "fail.yaml", "--yes", timeout=90)
+
+    assert result.returncode == 3, str(result)
+    assert "Traceback" not in result.output
+    assert result.seconds < 60, "the head was not stopped when the worker failed"
+    assert f"{WORKER} worker giving up" in result.stdout, str(result)
+    assert f"{HEAD} head waiting" in result.stdout, str(result)
+    error = result.stderr[result.stderr.find("error"):]
+    assert "worker1" in error and "3" in error, str(result)
+    for name in ("head.pid", "sleep.pid"):
+        pid = int((marks / name).read_text())
+        assert wait_until(lambda pid=pid: not pid_alive(pid), timeout=5), f"{name} {pid} runs"
+    skyc.ok("destroy", "failing", "--yes")
+
+
+def test_exec_queue_logs_setup_once_and_destroy(skyc: Skyc) -> None:
+    skyc.write("main.yaml", """\
+name: jobs
+num_nodes: 2
+resources:
+  infra: local
+setup: echo "SETUP-RAN rank=$SKYPILOT_SETUP_NODE_RANK"
+run: echo "main says $SKYPILOT_NODE_RANK"
+""")
+    skyc.write("other.yaml", """\
+name: other
+run: echo "other says $SKYPILOT_NODE_RANK of $SKYPILOT_NUM_NODES"
+""")
+    first = skyc.ok("apply", "main.yaml", "--yes")
+    assert _setup_ran_on_both(first.stdout), str(first)
+    assert f"{WORKER} main says 1" in first.stdout
+    engine_logs = _engine_logs(skyc, "jobs")
+
+    other = skyc.ok("exec", "jobs", "other.yaml")
+    assert f"{HEAD} other says 0 of 2" in other.output and "other says 1 of 2" in other.output
+    assert "provision" not in other.output and "optimize" not in other.output, str(other)
+    assert _engine_logs(skyc, "jobs") == engine_logs, "exec ran the engine"
+    assert other.seconds < first.seconds, (other.seconds, first.seconds)
+
+    queue = skyc.ok("queue", "jobs")
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\s*(\d+)\s+(\S+)", queue.stdout, re.M)}
+    assert rows == {"1": "jobs", "2": "other"}, queue.stdout
+    assert queue.stdout.count("SUCCEEDED") >= 2, queue.stdout
+
+    replay = skyc.ok("logs", "jobs", "1")
+    assert "main says 0" in replay.stdout and "main says 1" in replay.stdout, str(replay)
+    assert "other says" not in replay.stdout
+
+    again = skyc.ok("apply", "main.yaml", "--yes")
+    assert "main says 1" in again.stdout
+    assert "SETUP-RAN" not in again.stdout, "setup ran again though it did not change"
+    forced = skyc.ok("apply", "main.yaml", "--yes", "--setup")
+    assert _setup_ran_on_both(forced.stdout), str(forced)
+    again_exec = skyc.ok("exec", "jobs", "main.yaml")
+    assert "SETUP-RAN" not in again_exec.stdout and "main says 1" in again_exec.stdout
+    assert _setup_ran_on_both(skyc.ok("exec", "jobs", "main.yaml", "--setup").stdout)
+
+    skyc.ok("destroy", "jobs", "--yes")
+    assert not (skyc.workspace("jobs") / "cluster.json").exists()
+    assert not (skyc.workspace("jobs") / "nodes").exists()
+    assert skyc.clusters() == []
+    gone = skyc("queue", "jobs")
+    assert gone.returncode != 0 and "no cluster named 'jobs'" in gone.stderr, str(gone)
+
+
+def test_detach_then_follow_then_cancel(skyc: Skyc, tmp_path: Path) -> None:
+    skyc.write("ticks.yaml", f"""\
+name: ticks
+resources:
+  infra: local
+run: |
+  echo started
+  touch {tmp_path}/started
+  for i in 1 2 3 4; do sleep 1; echo "tick $i"; done
+  echo finished
+  touch {tmp_path}/finished
+""")
+    detached = skyc.ok("apply", "ticks.yaml", "--yes", "--detach")
+    assert not (tmp_path / "finished").exists(), "--detach waited for the job to end"
+    assert wait_until((tmp_path / "started").exists, timeout=5), "the job did not start"
+    assert "finished" not in detached.stdout
+    follow = skyc.ok("logs", "ticks", "1", "--follow", timeout=60)
+    assert "tick 4" in follow.stdout and "finished" in follow.stdout, str(follow)
+    assert follow.stdout.index("started") < follow.stdout.index("finished")
+
+    pidfile = tmp_path / "long.pid"
+    skyc.write("long.yaml", f"""\
+name: long
+run: |
+  sleep 300 &
+  echo $! > {pidfile}
+  echo long job up
+  wait
+""")
+    t0 = time.monotonic()
+    started = skyc.ok("exec", "ticks", "long.yaml", "--detach")
+    assert time.monotonic() - t0 < 30
+    assert "job 2 started" in started.stdout, str(started)
+    assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=10)
+    pid = int(pidfile.read_text())
+    assert pid_alive(pid)
+
+    cancelled = skyc.ok("cancel", "ticks", "2")
+    assert "cancelled" in cancelled.stdout, str(cancelled)
+    assert wait_until(lambda: not pid_alive(pid), timeout=5), f"job process {pid} survived cancel"
+    queue = skyc.ok("queue", "ticks")
+    assert re.search(r"^\s*2\s+long\s.*CANCELLED", queue.stdout, re.M), queue.stdout
+    skyc.ok("destroy", "ticks", "--yes")
