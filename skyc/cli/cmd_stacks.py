@@ -1,0 +1,129 @@
+"""``skyc compile`` (stacks as files, for review and CI) and ``skyc destroy`` / ``down``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from skyc.cli.output import console
+
+if TYPE_CHECKING:
+    from skyc.optimizer.plan import Plan
+    from skyc.stacks import ProgressEvent
+    from skyc.task import Task
+
+_COMPILE_HELP = (
+    "Compile a task into its placement plan and infrastructure stacks, as files.\n\n"
+    "Writes DIR/plan.json and DIR/<cluster>/main.tf.json for each task, nothing else: "
+    "no keys, no state. The cluster's SSH public key is the stack's one input variable "
+    "(ssh_public_key), filled in when the stack is applied, so the output is secret-free "
+    "and the same task, catalog and config always give byte-identical files."
+)
+
+
+def _cluster_names(tasks: list[Task]) -> list[str]:
+    from skyc.launch import cluster_name_for
+
+    names: list[str] = []
+    for task in tasks:
+        name = cluster_name_for(task, None)
+        if name in names:
+            name = f"{name}-{len(names)}"
+        names.append(name)
+    return names
+
+
+def _plan_json(plan: Plan, stacks: list[dict[str, str]]) -> str:
+    doc: dict[str, Any] = plan.model_dump(mode="json")
+    doc["stacks"] = stacks
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def compile_cmd(
+    task_file: Path = typer.Argument(..., help="Task YAML (one task or a pipeline)."),
+    out: Path = typer.Option(..., "-o", "--output", help="Directory to write into."),
+    infra: str | None = typer.Option(
+        None, "--infra", help="Restrict to a cloud, cloud/region or cloud/region/zone."
+    ),
+    catalog: Path | None = typer.Option(None, "--catalog", help="Catalog dir (<cloud>/vms.csv)."),
+) -> None:
+    from skyc.compiler import build_stack
+    from skyc.config import load_config
+    from skyc.infra import catalog_for
+    from skyc.optimizer import optimize
+    from skyc.stacks import STACK_FILE, write_stack
+    from skyc.task import load_tasks
+
+    config = load_config()
+    task_set = load_tasks(task_file)
+    tasks = list(task_set.tasks)
+    cat = catalog_for(config, tasks, infra=infra, catalog_dir=catalog)
+    parallel = task_set.header is not None and task_set.header.execution == "parallel"
+    plan = optimize(tasks, cat, infra=infra, edges=[] if parallel else None)
+    stacks: list[dict[str, str]] = []
+    for task, task_plan, cluster in zip(tasks, plan.tasks, _cluster_names(tasks), strict=True):
+        placement = task_plan.placement
+        candidate = task.candidates()[placement.candidate_index]
+        workspace = out / cluster
+        stack = build_stack(cluster, placement, candidate, config=config, workspace=workspace)
+        write_stack(stack, workspace)
+        stacks.append({"cluster": cluster, "task": task_plan.name,
+                       "path": f"{cluster}/{STACK_FILE}"})
+        console.print(f"{task_plan.name}: {placement.infra} -> {workspace / STACK_FILE}")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(_plan_json(plan, stacks))
+    console.print(f"wrote {out / 'plan.json'}")
+
+
+compile_cmd.__doc__ = _COMPILE_HELP
+
+
+def _render(event: ProgressEvent, status: Any) -> None:
+    if event.kind == "start" and event.address:
+        status.update(f"{event.address}: {event.action or 'working'}...")
+    elif event.kind == "complete" and event.address:
+        console.print(f"  [green]✔[/] {event.address} {event.action or ''}".rstrip())
+    elif event.kind == "errored" and event.address:
+        console.print(f"  [red]✘[/] {event.address} {event.action or ''}".rstrip())
+    elif event.kind == "progress" and event.address:
+        status.update(f"{event.address}: still {event.action or 'working'} "
+                      f"({event.elapsed_s or 0:.0f}s)")
+
+
+def destroy_cmd(
+    names: list[str] = typer.Argument(..., help="Cluster name(s)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Destroy clusters: every resource of their stacks, then their workspaces."""
+    from skyc.errors import ConfigError
+    from skyc.locks import cluster_lock
+    from skyc.provision import teardown
+    from skyc.stacks import check_cluster_name
+    from skyc.state import StateDB
+
+    for name in names:
+        check_cluster_name(name)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise ConfigError(
+                "refusing to destroy without confirmation: stdin is not a terminal",
+                hint="pass --yes to destroy without asking",
+            )
+        if not typer.confirm(f"Destroy {', '.join(names)} and every resource in them?"):
+            raise typer.Abort()
+    for name in names:
+        with cluster_lock(name, timeout=60), console.status(f"destroying {name}") as status:
+            teardown(name, progress=lambda event: _render(event, status))
+        with StateDB() as db:
+            db.remove_cluster(name)
+        console.print(f"[bold]{name}[/]: destroyed")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compile", help=_COMPILE_HELP)(compile_cmd)
+    app.command("destroy")(destroy_cmd)
+    app.command("down", help="Alias of destroy.")(destroy_cmd)

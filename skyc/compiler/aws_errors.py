@@ -1,0 +1,93 @@
+"""Classify AWS provisioning failures from terraform's ``-json`` diagnostics."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from skyc.errors import ProvisionError, ProvisionFailure, Scope
+from skyc.optimizer.plan import Placement
+
+# code -> (scope to block, retryable elsewhere)
+_CODES: dict[str, tuple[Scope, bool]] = {
+    "InsufficientInstanceCapacity": ("zone", True),
+    "InsufficientHostCapacity": ("zone", True),
+    "InsufficientCapacityOnHost": ("zone", True),
+    "InsufficientReservedInstanceCapacity": ("zone", True),
+    "Unsupported": ("zone", True),
+    "SpotMaxPriceTooLow": ("zone", True),
+    "VcpuLimitExceeded": ("region", True),
+    "MaxSpotInstanceCountExceeded": ("region", True),
+    "InstanceLimitExceeded": ("region", True),
+    "OptInRequired": ("region", True),
+    "AuthFailure": ("cloud", False),
+    "UnauthorizedOperation": ("cloud", False),
+    "InvalidClientTokenId": ("cloud", False),
+    "SignatureDoesNotMatch": ("cloud", False),
+    "ExpiredToken": ("cloud", False),
+    "MissingParameter": ("cloud", False),
+    "ValidationError": ("cloud", False),
+}
+
+_API_ERROR = re.compile(r"api error ([A-Za-z][\w.]*)")
+_STATUS = re.compile(r"\b([A-Z][A-Za-z]+(?:\.[A-Za-z]+)?): ")
+
+
+def error_code(text: str) -> str | None:
+    """The AWS error code in a diagnostic's text, e.g. ``InsufficientInstanceCapacity``."""
+    match = _API_ERROR.search(text)
+    if match:
+        return match.group(1)
+    for match in _STATUS.finditer(text):
+        code = match.group(1)
+        if code in _CODES or code.startswith("Invalid"):
+            return code
+    return None
+
+
+def _rule(code: str) -> tuple[Scope, bool] | None:
+    if code in _CODES:
+        return _CODES[code]
+    if code.startswith("Invalid") or code.startswith("Malformed"):
+        return ("cloud", False)  # a bad parameter: another placement will not fix it
+    return None
+
+
+def classify(
+    diagnostics: list[dict[str, Any]], placement: Placement | None
+) -> ProvisionError | None:
+    """The first classifiable error among the diagnostics, or None."""
+    for line in diagnostics:
+        diag = line.get("diagnostic", line)
+        text = f"{diag.get('summary', '')}\n{diag.get('detail', '')}"
+        code = error_code(text)
+        rule = _rule(code) if code else None
+        if code is None or rule is None:
+            continue
+        scope, retryable = rule
+        failure = ProvisionFailure(
+            code=code,
+            scope=scope,
+            retryable=retryable,
+            cloud="aws",
+            region=placement.region if placement else None,
+            zone=placement.zone if placement else None,
+            resource=diag.get("address"),
+            raw=text.strip(),
+        )
+        where = placement.infra if placement else "aws"
+        summary = " ".join(str(diag.get("summary", "")).split())
+        message = f"{where}: {code}: {summary}"
+        hint = None if retryable else _hint(code)
+        return ProvisionError(message, failure, hint=hint)
+    return None
+
+
+_AUTH = {"AuthFailure", "UnauthorizedOperation", "InvalidClientTokenId",
+         "SignatureDoesNotMatch", "ExpiredToken"}
+
+
+def _hint(code: str) -> str:
+    if code in _AUTH:
+        return "check the AWS credentials and permissions (aws.profile in the config)"
+    return "the request itself was refused: check image_id, instance type, disk and ports"

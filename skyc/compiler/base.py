@@ -1,0 +1,93 @@
+"""What every cloud module of the compiler declares and provides.
+
+Each cloud module (``aws``, ``local``, ``ssh``) exposes the same small set of
+names: ``CAPABILITIES``, ``build``, ``workspace_values``, ``nodes_from_outputs``
+and ``classify``. Differences between clouds are declared in the capabilities
+record and handled here, not branched on by cloud name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from skyc.config import SkycConfig
+from skyc.errors import ProvisionError, UnsupportedFeature
+from skyc.nodes import Node
+from skyc.optimizer.plan import Placement
+from skyc.stacks.model import Stack
+from skyc.task.candidate import ResourceCandidate
+
+CLUSTER_LABEL = "skyc-cluster"
+
+
+class Capabilities(BaseModel):
+    """What a target can do. The compiler and failover read this, never a cloud name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cloud: str
+    spot: bool = False
+    multi_node: bool = True
+    placement_groups: bool = False
+    open_ports: bool = False
+    stop_start: bool = False
+    custom_images: bool = False
+    creates_resources: bool = True     # False: the nodes exist already (ssh pools)
+    needs_providers: bool = False      # the stack needs provider plugins (terraform init)
+
+
+class CloudModule(Protocol):
+    CAPABILITIES: Capabilities
+
+    def build(
+        self,
+        cluster: str,
+        placement: Placement,
+        candidate: ResourceCandidate,
+        *,
+        config: SkycConfig,
+        workspace: Path,
+    ) -> Stack: ...
+
+    def workspace_values(self, stack: Stack, workspace: Path) -> dict[str, Any]: ...
+
+    def nodes_from_outputs(
+        self,
+        cluster: str,
+        outputs: dict[str, Any],
+        *,
+        config: SkycConfig,
+        workspace: Path,
+    ) -> list[Node]: ...
+
+    def classify(
+        self, diagnostics: list[dict[str, Any]], placement: Placement | None
+    ) -> ProvisionError | None: ...
+
+
+def check_supported(caps: Capabilities, placement: Placement, candidate: ResourceCandidate) -> None:
+    """Refuse requests the target cannot do, naming the field."""
+    if placement.num_nodes < 1:
+        raise UnsupportedFeature(f"num_nodes must be at least 1 (got {placement.num_nodes})")
+    if placement.use_spot and not caps.spot:
+        raise UnsupportedFeature(f"use_spot: {caps.cloud} has no spot instances")
+    if placement.num_nodes > 1 and not caps.multi_node:
+        raise UnsupportedFeature(f"num_nodes: {caps.cloud} supports a single node only")
+    if candidate.image_id is not None and not caps.custom_images:
+        raise UnsupportedFeature(f"image_id: {caps.cloud} does not use machine images")
+
+
+def cluster_labels(cluster: str, candidate: ResourceCandidate) -> dict[str, str]:
+    """The labels every resource of the cluster carries."""
+    return dict(sorted({**candidate.labels, CLUSTER_LABEL: cluster}.items()))
+
+
+def node_name(rank: int) -> str:
+    return "head" if rank == 0 else f"worker{rank}"
+
+
+# Terraform expression for node_name(count.index).
+NODE_NAME_EXPR = 'count.index == 0 ? "head" : format("worker%d", count.index)'

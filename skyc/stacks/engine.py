@@ -1,0 +1,92 @@
+"""The engine protocol (plan / apply / destroy / outputs) and its typed results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skyc.errors import EngineError
+
+Action = Literal["create", "update", "replace", "delete", "no-op", "read"]
+
+
+class ResourceChange(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str                 # e.g. aws_instance.node[1]
+    type: str
+    action: Action
+
+
+class StackDiff(BaseModel):
+    """What applying the stack would change. ``plan_file`` is the saved plan."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    changes: list[ResourceChange] = Field(default_factory=list)
+    plan_file: str | None = None
+    exit_code: int | None = None  # plan -detailed-exitcode: 0 no changes, 2 changes
+
+    def of(self, action: Action) -> list[ResourceChange]:
+        return [c for c in self.changes if c.action == action]
+
+    @property
+    def has_changes(self) -> bool:
+        return any(c.action not in ("no-op", "read") for c in self.changes)
+
+    def summary(self) -> dict[str, int]:
+        """Counts per action, e.g. ``{"create": 3, "no-op": 10}``."""
+        counts: dict[str, int] = {}
+        for change in self.changes:
+            counts[change.action] = counts.get(change.action, 0) + 1
+        return dict(sorted(counts.items()))
+
+
+class ProgressEvent(BaseModel):
+    """One step of an apply or destroy, for a live status display."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["start", "progress", "complete", "errored", "summary", "message"]
+    address: str | None = None
+    action: str | None = None
+    elapsed_s: float | None = None
+    message: str = ""
+
+
+ProgressCallback = Callable[[ProgressEvent], None]
+
+
+class ApplyFailed(EngineError):
+    """The engine ran but the cloud refused something; ``diagnostics`` holds the details.
+
+    Compilers classify the diagnostics into a ProvisionError; when they cannot,
+    this error reaches the user as an engine failure with the first message.
+    """
+
+    def __init__(
+        self, message: str, diagnostics: list[dict[str, Any]], *, log_file: Path | None = None
+    ) -> None:
+        hint = f"full engine output: {log_file}" if log_file else None
+        super().__init__(message, hint=hint)
+        self.diagnostics = diagnostics
+        self.log_file = log_file
+
+
+class Engine(Protocol):
+    """Drives one stack workspace."""
+
+    workspace: Path
+
+    def init(self) -> None: ...
+
+    def plan(self, *, destroy: bool = False) -> StackDiff: ...
+
+    def apply(self, diff: StackDiff, progress: ProgressCallback | None = None) -> None: ...
+
+    def outputs(self) -> dict[str, Any]: ...
+
+    def destroy(self, progress: ProgressCallback | None = None) -> None: ...

@@ -1,0 +1,300 @@
+"""The terraform engine: drives the ``terraform`` (or ``tofu``) binary in a workspace.
+
+Binary: ``$SKYC_TERRAFORM``, else ``terraform`` on PATH, else ``tofu``.
+Providers: the user's CLI config (``~/.terraformrc``, ``TF_CLI_CONFIG_FILE``) is
+honoured; ``$SKYC_TF_PLUGIN_DIR`` adds ``-plugin-dir`` to ``init`` for offline
+provider mirrors. Every run's output is kept in ``<workspace>/logs/<time>-<op>.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from skyc.errors import EngineError
+from skyc.stacks.engine import (
+    ApplyFailed,
+    ProgressCallback,
+    ProgressEvent,
+    ResourceChange,
+    StackDiff,
+)
+
+PLAN_FILE = "skyc.tfplan"
+DEFAULT_APPLY_TIMEOUT_S = 3600.0
+_KILL_GRACE_S = 30.0
+
+
+def find_binary() -> str:
+    """The terraform-compatible binary to run, or an EngineError saying how to get one."""
+    explicit = os.environ.get("SKYC_TERRAFORM")
+    if explicit:
+        found = shutil.which(explicit)
+        if not found:
+            raise EngineError(
+                f"SKYC_TERRAFORM={explicit} is not an executable",
+                hint="point SKYC_TERRAFORM at a terraform or tofu binary, or unset it",
+            )
+        return found
+    for name in ("terraform", "tofu"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise EngineError(
+        "neither terraform nor tofu was found on PATH",
+        hint="install Terraform (https://developer.hashicorp.com/terraform/install) or "
+        "OpenTofu (https://opentofu.org/docs/intro/install/), or set SKYC_TERRAFORM",
+    )
+
+
+def _action(actions: list[str]) -> str:
+    if actions in (["delete", "create"], ["create", "delete"]):
+        return "replace"
+    if len(actions) == 1 and actions[0] in ("create", "update", "delete", "no-op", "read"):
+        return actions[0]
+    raise EngineError(f"unknown change actions in plan: {actions}")
+
+
+def parse_plan_json(doc: dict[str, Any]) -> list[ResourceChange]:
+    """Resource changes from ``terraform show -json <plan>``."""
+    changes = []
+    for rc in doc.get("resource_changes") or []:
+        action = _action(list(rc["change"]["actions"]))
+        changes.append(ResourceChange(address=rc["address"], type=rc["type"], action=action))
+    return sorted(changes, key=lambda c: c.address)
+
+
+def _event(msg: dict[str, Any]) -> ProgressEvent | None:
+    """A progress event from one ``-json`` UI line, or None for lines of no interest."""
+    kind = msg.get("type")
+    hook = msg.get("hook") or {}
+    address = (hook.get("resource") or {}).get("addr")
+    mapping = {
+        "apply_start": "start",
+        "apply_progress": "progress",
+        "apply_complete": "complete",
+        "apply_errored": "errored",
+        "provision_progress": "message",
+    }
+    if kind in mapping:
+        return ProgressEvent(
+            kind=mapping[kind],
+            address=address,
+            action=hook.get("action"),
+            elapsed_s=hook.get("elapsed_seconds"),
+            message=str(msg.get("@message", "")),
+        )
+    if kind == "change_summary":
+        return ProgressEvent(kind="summary", message=str(msg.get("@message", "")))
+    return None
+
+
+class TerraformEngine:
+    """Runs terraform in one stack workspace (the directory holding ``main.tf.json``)."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        binary: str | None = None,
+        plugin_dir: str | None = None,
+        apply_timeout_s: float = DEFAULT_APPLY_TIMEOUT_S,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.workspace = Path(workspace)
+        self.binary = binary or find_binary()
+        self.plugin_dir = plugin_dir if plugin_dir is not None else os.environ.get(
+            "SKYC_TF_PLUGIN_DIR"
+        )
+        self.apply_timeout_s = apply_timeout_s
+        self._env = {
+            **os.environ,
+            "TF_IN_AUTOMATION": "1",
+            "TF_INPUT": "0",
+            "CHECKPOINT_DISABLE": "1",
+            **(env or {}),
+        }
+        self.last_log: Path | None = None
+
+    # -- running ---------------------------------------------------------------------
+
+    def _log_path(self, op: str) -> Path:
+        logs = self.workspace / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        return logs / f"{stamp}-{op}.log"
+
+    def _run(
+        self,
+        op: str,
+        args: list[str],
+        *,
+        timeout_s: float,
+        on_line: ProgressCallback | None = None,
+        json_lines: bool = False,
+    ) -> tuple[int, list[str], list[dict[str, Any]]]:
+        """Run terraform; returns (exit code, stdout lines, error diagnostics)."""
+        log_path = self._log_path(op)
+        self.last_log = log_path
+        cmd = [self.binary, *args]
+        diagnostics: list[dict[str, Any]] = []
+        lines: list[str] = []
+        with log_path.open("w") as log:
+            log.write("$ " + " ".join(cmd) + "\n")
+            log.flush()
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    cwd=self.workspace,
+                    env=self._env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise EngineError(f"cannot run {self.binary}: {exc}") from None
+            timed_out = threading.Event()
+
+            def stop() -> None:
+                timed_out.set()
+                proc.send_signal(signal.SIGINT)  # terraform stops cleanly and saves state
+                try:
+                    proc.wait(_KILL_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+            timer = threading.Timer(timeout_s, stop)
+            timer.daemon = True
+            timer.start()
+            try:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    log.write(line)
+                    lines.append(line.rstrip("\n"))
+                    if json_lines:
+                        self._handle_json(line, diagnostics, on_line)
+                rc = proc.wait()
+            finally:
+                timer.cancel()
+        if timed_out.is_set():
+            raise EngineError(
+                f"terraform {op} did not finish within {timeout_s:.0f} s and was stopped",
+                hint=f"see {log_path}; resources created so far are kept in the state",
+            )
+        return rc, lines, diagnostics
+
+    def _capture_json(self, op: str, args: list[str]) -> dict[str, Any]:
+        """Run a read-only command whose stdout is one JSON document."""
+        log_path = self._log_path(op)
+        self.last_log = log_path
+        try:
+            proc = subprocess.run(
+                [self.binary, *args], cwd=self.workspace, env=self._env, capture_output=True,
+                text=True, timeout=600, stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise EngineError(f"terraform {op} failed: {exc}") from None
+        log_path.write_text(f"$ {self.binary} {' '.join(args)}\n{proc.stderr}")
+        if proc.returncode != 0:
+            raise EngineError(f"terraform {op} failed:\n{proc.stderr.strip()[-2000:]}")
+        try:
+            doc = json.loads(proc.stdout or "{}")
+        except ValueError as exc:
+            raise EngineError(f"terraform {op} printed invalid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise EngineError(f"terraform {op} printed JSON that is not an object")
+        return doc
+
+    @staticmethod
+    def _handle_json(
+        line: str, diagnostics: list[dict[str, Any]], on_line: ProgressCallback | None
+    ) -> None:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(msg, dict):
+            return
+        if msg.get("type") == "diagnostic" and msg.get("@level") == "error":
+            diagnostics.append(msg)
+        if on_line is not None:
+            event = _event(msg)
+            if event is not None:
+                on_line(event)
+
+    def _fail(self, op: str, lines: list[str], diagnostics: list[dict[str, Any]]) -> ApplyFailed:
+        if diagnostics:
+            first = diagnostics[0].get("diagnostic", {})
+            text = first.get("summary", "")
+            if first.get("detail"):
+                text += ": " + str(first["detail"]).strip()
+        else:
+            text = "\n".join(lines[-15:])
+        return ApplyFailed(f"terraform {op} failed: {text}", diagnostics, log_file=self.last_log)
+
+    # -- the protocol ------------------------------------------------------------------
+
+    def init(self) -> None:
+        args = ["init", "-input=false", "-no-color"]
+        if self.plugin_dir:
+            args.append(f"-plugin-dir={self.plugin_dir}")
+        rc, lines, _ = self._run("init", args, timeout_s=600)
+        if rc != 0:
+            raise EngineError(
+                "terraform init failed:\n" + "\n".join(lines[-20:]),
+                hint=f"full output: {self.last_log}",
+            )
+
+    def plan(self, *, destroy: bool = False) -> StackDiff:
+        args = ["plan", "-input=false", "-json", "-detailed-exitcode", f"-out={PLAN_FILE}"]
+        if destroy:
+            args.append("-destroy")
+        rc, lines, diags = self._run("plan", args, timeout_s=self.apply_timeout_s, json_lines=True)
+        if rc not in (0, 2):
+            raise self._fail("plan", lines, diags)
+        doc = self._capture_json("show", ["show", "-json", "-no-color", PLAN_FILE])
+        return StackDiff(
+            changes=parse_plan_json(doc), plan_file=str(self.workspace / PLAN_FILE),
+            exit_code=rc,
+        )
+
+    def apply(self, diff: StackDiff, progress: ProgressCallback | None = None) -> None:
+        plan_file = diff.plan_file or str(self.workspace / PLAN_FILE)
+        rc, lines, diags = self._run(
+            "apply",
+            ["apply", "-input=false", "-json", plan_file],
+            timeout_s=self.apply_timeout_s,
+            on_line=progress,
+            json_lines=True,
+        )
+        if rc != 0:
+            raise self._fail("apply", lines, diags)
+
+    def outputs(self) -> dict[str, Any]:
+        doc = self._capture_json("output", ["output", "-json", "-no-color"])
+        return {name: item.get("value") for name, item in sorted(doc.items())}
+
+    def destroy(self, progress: ProgressCallback | None = None) -> None:
+        started = time.monotonic()
+        rc, lines, diags = self._run(
+            "destroy",
+            ["destroy", "-input=false", "-json", "-auto-approve"],
+            timeout_s=self.apply_timeout_s,
+            on_line=progress,
+            json_lines=True,
+        )
+        if rc != 0:
+            raise self._fail("destroy", lines, diags)
+        if progress is not None:
+            progress(ProgressEvent(kind="summary", elapsed_s=time.monotonic() - started,
+                                   message="destroyed"))

@@ -1,0 +1,99 @@
+"""Classifying AWS provisioning failures from real ``terraform apply -json`` output.
+
+The fixtures in tests/fixtures/errors/aws/<Code>.jsonl are diagnostics recorded
+from real terraform runs; each file's name is the expected code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skyc.compiler import classify_error
+from skyc.errors import ProvisionError
+from skyc.optimizer.plan import Placement
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "aws"
+RECORDED = sorted(FIXTURES.glob("*.jsonl"))
+
+# What failover must do with each code: (scope to block, retryable elsewhere).
+EXPECTED: dict[str, tuple[str, bool]] = {
+    "InsufficientInstanceCapacity": ("zone", True),
+    "InsufficientHostCapacity": ("zone", True),
+    "Unsupported": ("zone", True),
+    "SpotMaxPriceTooLow": ("zone", True),
+    "VcpuLimitExceeded": ("region", True),
+    "MaxSpotInstanceCountExceeded": ("region", True),
+    "InstanceLimitExceeded": ("region", True),
+    "AuthFailure": ("cloud", False),
+    "UnauthorizedOperation": ("cloud", False),
+    "InvalidClientTokenId": ("cloud", False),
+    "InvalidParameterValue": ("cloud", False),
+    "InvalidParameterCombination": ("cloud", False),
+}
+
+PLACEMENT = Placement(cloud="aws", region="us-east-1", zone="use1-az1",
+                      instance_type="t3.micro", hourly_cost=0.01)
+
+
+def _diagnostics(path: Path) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [m for m in lines if m.get("type") == "diagnostic" and m.get("@level") == "error"]
+
+
+def test_fixtures_are_present() -> None:
+    assert RECORDED, f"no recorded diagnostics in {FIXTURES}"
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
+def test_recorded_diagnostic_is_classified(path: Path) -> None:
+    diagnostics = _diagnostics(path)
+    assert diagnostics, f"{path.name} holds no error diagnostic"
+    error = classify_error("aws", diagnostics, placement=PLACEMENT)
+    assert isinstance(error, ProvisionError)
+    assert error.code == path.stem
+    assert error.failure.cloud == "aws"
+    assert error.failure.region == "us-east-1" and error.failure.zone == "use1-az1"
+    assert error.failure.resource is not None
+    assert error.failure.resource.startswith("aws_instance.")
+    if path.stem in EXPECTED:
+        assert (error.scope, error.retryable) == EXPECTED[path.stem]
+    if not error.retryable:
+        assert error.hint
+
+
+def _diag(summary: str, address: str = "aws_instance.node[0]") -> dict[str, Any]:
+    return {"@level": "error", "type": "diagnostic",
+            "diagnostic": {"severity": "error", "summary": summary, "detail": "",
+                           "address": address}}
+
+
+@pytest.mark.parametrize("code", sorted(EXPECTED))
+def test_every_listed_code_in_the_recorded_shape(code: str) -> None:
+    # The shape of the recorded lines, with each code the failover loop relies on.
+    summary = ("creating EC2 Instance: operation error EC2: RunInstances, https response "
+               f"error StatusCode: 400, RequestID: x, api error {code}: message")
+    error = classify_error("aws", [_diag(summary)], placement=PLACEMENT)
+    assert error is not None
+    assert (error.code, error.scope, error.retryable) == (code, *EXPECTED[code])
+
+
+def test_unknown_failures_are_left_unclassified() -> None:
+    diag = _diag("collecting instance settings: couldn't find resource")
+    assert classify_error("aws", [diag], placement=PLACEMENT) is None
+    assert classify_error("aws", [], placement=PLACEMENT) is None
+
+
+def test_first_classifiable_diagnostic_wins() -> None:
+    diags = [_diag("something else"),
+             _diag("api error VcpuLimitExceeded: limit", "aws_instance.node[1]")]
+    error = classify_error("aws", diags, placement=PLACEMENT)
+    assert error is not None and error.failure.resource == "aws_instance.node[1]"
+
+
+@pytest.mark.parametrize("cloud", ["local", "ssh"])
+def test_local_and_ssh_have_nothing_to_classify(cloud: str) -> None:
+    assert classify_error(cloud, [_diag("api error InsufficientInstanceCapacity: x")]) is None

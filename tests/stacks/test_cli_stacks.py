@@ -1,0 +1,91 @@
+"""``skyc compile`` and ``skyc destroy`` through the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from skyc.config import SkycConfig
+from skyc.optimizer.plan import Placement
+from skyc.provision import provision
+from skyc.task.candidate import ResourceCandidate
+from tests.support.terraform import requires_terraform, skyc_home
+
+__all__ = ["skyc_home"]
+
+TASK = """\
+name: train
+num_nodes: 2
+resources:
+  accelerators: A10G:1
+  ports: 8080
+  labels: {team: ml}
+run: python train.py
+"""
+
+
+def _skyc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "skyc", *args], capture_output=True, text=True, timeout=120,
+        cwd=cwd, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_help_of_each_command(tmp_path: Path) -> None:
+    for command in ("compile", "destroy", "down"):
+        result = _skyc(command, "--help", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "Usage" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_compile_writes_plan_and_stacks_byte_identically(
+    skyc_home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "task.yaml").write_text(TASK)
+    runs = []
+    for out in ("a", "b"):
+        result = _skyc("compile", "task.yaml", "-o", out, "--infra", "aws/us-east-1",
+                       cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        runs.append({p.relative_to(tmp_path / out): p.read_bytes()
+                     for p in (tmp_path / out).rglob("*") if p.is_file()})
+    assert runs[0] == runs[1]
+    assert set(runs[0]) == {Path("plan.json"), Path("train/main.tf.json")}
+    plan = json.loads(runs[0][Path("plan.json")])
+    assert plan["stacks"] == [{"cluster": "train", "task": "train",
+                               "path": "train/main.tf.json"}]
+    stack = json.loads(runs[0][Path("train/main.tf.json")])
+    instance = stack["resource"]["aws_instance"]["node"]
+    assert instance["count"] == 2 and instance["tags"]["team"] == "ml"
+    assert stack["resource"]["aws_key_pair"]["main"]["public_key"] == "${var.ssh_public_key}"
+    assert not skyc_home.exists() or not list(skyc_home.rglob("id_ed25519"))
+
+
+def test_compile_bad_task_is_a_clean_error(skyc_home: Path, tmp_path: Path) -> None:
+    (tmp_path / "task.yaml").write_text("resources: {acelerators: A100}\n")
+    result = _skyc("compile", "task.yaml", "-o", "out", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr and "error" in result.stderr
+
+
+def test_destroy_refuses_without_tty_or_yes(skyc_home: Path, tmp_path: Path) -> None:
+    result = _skyc("destroy", "anything", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "--yes" in result.stderr and "Traceback" not in result.stderr
+
+
+@requires_terraform
+def test_down_yes_destroys_a_local_cluster(skyc_home: Path, tmp_path: Path) -> None:
+    info = provision("loc", Placement(cloud="local", num_nodes=2, hourly_cost=0),
+                     ResourceCandidate(index=0), config=SkycConfig())
+    dirs = [Path(n.node_dir or "") for n in info.nodes]
+    assert all(d.is_dir() for d in dirs)
+    result = _skyc("down", "loc", "--yes", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "destroyed" in result.stdout
+    assert not any(d.exists() for d in dirs)
+    assert sorted(p.name for p in (skyc_home / "clusters" / "loc").iterdir()) == ["logs"]

@@ -1,0 +1,47 @@
+"""Helpers for tests that run the real terraform binary."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+MIRROR_CANDIDATES = ("/opt/tf-plugins",)
+
+
+def plugin_dir() -> str | None:
+    """An offline provider mirror, when this machine has one."""
+    explicit = os.environ.get("SKYC_TF_PLUGIN_DIR")
+    if explicit:
+        return explicit
+    return next((p for p in MIRROR_CANDIDATES if Path(p).is_dir()), None)
+
+
+def has_aws_provider() -> bool:
+    mirror = plugin_dir()
+    return mirror is not None and any(
+        Path(mirror).glob("registry.terraform.io/hashicorp/aws/*")
+    )
+
+
+requires_terraform = pytest.mark.skipif(
+    shutil.which("terraform") is None and shutil.which("tofu") is None,
+    reason="terraform (or tofu) is not installed",
+)
+requires_aws_provider = pytest.mark.skipif(
+    not has_aws_provider(), reason="no offline mirror with the hashicorp/aws provider"
+)
+
+
+@pytest.fixture
+def skyc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh $SKYC_HOME, with the offline provider mirror when there is one."""
+    home = tmp_path / "skyc-home"
+    monkeypatch.setenv("SKYC_HOME", str(home))
+    mirror = plugin_dir()
+    if mirror:
+        monkeypatch.setenv("SKYC_TF_PLUGIN_DIR", mirror)
+    yield home
