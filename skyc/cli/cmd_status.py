@@ -1,0 +1,273 @@
+"""``skyc status``: the clusters skyc knows, from the local state database."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import typer
+
+if TYPE_CHECKING:
+    from skyc.state import ClusterRecord, ClusterStatus, EventRecord, StateDB
+
+FORMATS = ("table", "json")
+
+
+Probe = Callable[["ClusterRecord"], "str | tuple[str, str]"]
+
+
+def refresh_cluster(db: StateDB, name: str, probe: Probe) -> ClusterRecord:
+    """Set cluster ``name``'s status to what ``probe`` reports (INIT/UP/STOPPED/FAILED).
+
+    ``probe`` returns a status, or ``(status, note)`` saying why. A change is
+    recorded as a ``refresh`` event (with the note). Returns the updated record.
+    """
+    from skyc.errors import StateError
+    from skyc.state import CLUSTER_STATUSES
+
+    record = db.get_cluster(name)
+    if record is None:
+        raise StateError(f"no cluster named '{name}'", hint="`skyc status` lists the clusters")
+    result = probe(record)
+    observed, note = (result, "") if isinstance(result, str) else result
+    if observed not in CLUSTER_STATUSES:
+        raise StateError(
+            f"cluster '{name}': the status probe returned {observed!r}, expected one of "
+            f"{', '.join(CLUSTER_STATUSES)}"
+        )
+    if observed != record.status:
+        db.set_cluster_status(name, cast("ClusterStatus", observed))
+        message = f"status {record.status} -> {observed}" + (f": {note}" if note else "")
+        db.add_event(
+            name, "refresh", message, {"from": record.status, "to": observed, "note": note},
+        )
+    updated = db.get_cluster(name)
+    assert updated is not None
+    return updated
+
+
+def format_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = max(int(seconds), 0)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h {s % 3600 // 60}m"
+    return f"{s // 86400}d {s % 86400 // 3600}h"
+
+
+def resources(placement: dict[str, Any]) -> str:
+    """``2x p4d.24xlarge (A100:8) [spot]`` from a placement dict."""
+    parts = []
+    num = placement.get("num_nodes") or 1
+    itype = placement.get("instance_type")
+    if itype:
+        parts.append(f"{num}x {itype}" if num > 1 else str(itype))
+    accs = placement.get("accelerators") or {}
+    if accs:
+        text = ", ".join(f"{k}:{v:g}" if isinstance(v, float) else f"{k}:{v}"
+                         for k, v in sorted(accs.items()))
+        parts.append(f"({text})")
+    if placement.get("use_spot"):
+        parts.append("[spot]")
+    return " ".join(parts) or "-"
+
+
+def infra(record: ClusterRecord) -> str:
+    return "/".join(p for p in (record.cloud, record.region, record.zone) if p)
+
+
+def cluster_summary(db: StateDB, record: ClusterRecord, now: float) -> dict[str, Any]:
+    """One cluster as the JSON output shows it."""
+    last_job = db.get_job(record.last_job) if record.last_job is not None else None
+    return {
+        "name": record.name,
+        "status": record.status,
+        "infra": infra(record),
+        "cloud": record.cloud,
+        "region": record.region,
+        "zone": record.zone,
+        "resources": resources(record.placement),
+        "placement": record.placement,
+        "nodes": record.nodes,
+        "engine": record.engine,
+        "hourly_cost": record.hourly_cost,
+        "launched_at": record.launched_at,
+        "age_s": None if record.launched_at is None else round(now - record.launched_at, 1),
+        "last_job": None if last_job is None else {
+            "id": last_job.id, "name": last_job.name, "status": last_job.status,
+        },
+    }
+
+
+def _event_dict(event: EventRecord) -> dict[str, Any]:
+    return event.model_dump(mode="json", exclude={"cluster"})
+
+
+def _timestamp(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _print_table(db: StateDB, rows: list[dict[str, Any]], verbose: bool) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from skyc.cli.output import console
+
+    table = Table(box=None, pad_edge=False)
+    wrapping = {"INFRA", "RESOURCES", "LAST JOB"}
+    for column in ("CLUSTER", "INFRA", "RESOURCES", "NODES", "STATUS", "$/HOUR", "AGE",
+                   "LAST JOB"):
+        table.add_column(column, no_wrap=column not in wrapping, overflow="fold")
+    for row in rows:
+        job = row["last_job"]
+        table.add_row(
+            escape(row["name"]), escape(row["infra"] or "-"), escape(row["resources"]),
+            str(len(row["nodes"])), row["status"], f"{row['hourly_cost']:.2f}",
+            format_age(row["age_s"]),
+            "-" if job is None else escape(f"#{job['id']} {job['name'] or ''} {job['status']}"),
+        )
+    console.print(table)
+    if verbose:
+        for row in rows:
+            console.print(f"\n[bold]Events of {escape(row['name'])}[/]")
+            events = db.events(row["name"])
+            if not events:
+                console.print("  (none)")
+            for event in events:
+                line = f"  {_timestamp(event.ts)}  {event.kind:<9} {event.message}"
+                console.print(escape(line))
+
+
+def engine_probe(record: ClusterRecord) -> tuple[str, str]:
+    """The cluster's status as its stack's engine and its nodes see it.
+
+    Runs a refresh-only plan in the cluster's workspace (the engine reads every
+    resource back from the cloud; nothing is changed) and checks that local
+    nodes' directories exist. Resources deleted outside skyc -> FAILED; a
+    workspace whose state holds nothing -> STOPPED; otherwise UP.
+    """
+    from skyc.stacks.workspace import cluster_workspace
+
+    workspace = Path(record.workspace) if record.workspace else cluster_workspace(record.name)
+    if not (workspace / "main.tf.json").exists():
+        return "FAILED", f"its stack is missing from {workspace}"
+    missing = [
+        str(n.get("name")) for n in record.nodes
+        if n.get("node_dir") and not Path(str(n["node_dir"])).is_dir()
+    ]
+    gone, managed = _refresh_only(workspace)
+    if not managed:
+        return "STOPPED", "the engine's state holds no resources"
+    if gone or missing:
+        parts = []
+        if gone:
+            parts.append("deleted outside skyc: " + ", ".join(gone))
+        if missing:
+            parts.append("node directories missing: " + ", ".join(missing))
+        fix = f"`skyc apply` recreates them, `skyc destroy {record.name}` removes the rest"
+        return "FAILED", "; ".join(parts) + f" ({fix})"
+    return "UP", ""
+
+
+def _refresh_only(workspace: Path) -> tuple[list[str], int]:
+    """(addresses the cloud no longer has, managed resources in the state)."""
+    import subprocess
+
+    from skyc.errors import EngineError
+    from skyc.stacks.terraform import find_binary
+
+    env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"}
+    args = [find_binary(), "plan", "-refresh-only", "-json", "-input=false",
+            "-lock-timeout=60s"]
+    proc = subprocess.run(args, cwd=workspace, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=600)
+    if proc.returncode != 0:
+        raise EngineError(
+            f"refresh of {workspace} failed:\n{proc.stdout[-1500:]}{proc.stderr[-500:]}"
+        )
+    gone: list[str] = []
+    for line in proc.stdout.splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(msg, dict) or msg.get("type") != "resource_drift":
+            continue
+        change = msg.get("change") or {}
+        if change.get("action") == "delete":
+            gone.append(str((change.get("resource") or {}).get("addr")))
+    show = subprocess.run([find_binary(), "show", "-json"], cwd=workspace, env=env,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+    doc = json.loads(show.stdout or "{}") if show.returncode == 0 else {}
+    resources = ((doc.get("values") or {}).get("root_module") or {}).get("resources") or []
+    managed = sum(1 for r in resources if r.get("mode") == "managed")
+    return sorted(gone), managed
+
+
+def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False) -> None:
+    from skyc.errors import ConfigError, StateError
+    from skyc.state import StateDB
+
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    with StateDB() as db:
+        if name is None:
+            records = db.list_clusters()
+        else:
+            record = db.get_cluster(name)
+            if record is None:
+                raise StateError(
+                    f"no cluster named '{name}'", hint="`skyc status` lists the clusters"
+                )
+            records = [record]
+        if refresh:
+            records = [_refresh(db, r) for r in records]
+        now = time.time()
+        rows = [cluster_summary(db, r, now) for r in records]
+        if fmt == "json":
+            if verbose:
+                for row in rows:
+                    row["events"] = [_event_dict(e) for e in db.events(row["name"])]
+            typer.echo(json.dumps(rows, indent=2, sort_keys=True))
+        elif not rows:
+            typer.echo("No clusters. Launch one with `skyc apply TASK.yaml`.")
+        else:
+            _print_table(db, rows, verbose)
+
+
+def _refresh(db: StateDB, record: ClusterRecord) -> ClusterRecord:
+    """Refresh one cluster unless another skyc holds its lock (then it is busy)."""
+    from skyc.errors import LockTimeout
+    from skyc.locks import cluster_lock
+
+    try:
+        with cluster_lock(record.name, timeout=0):
+            return refresh_cluster(db, record.name, engine_probe)
+    except LockTimeout:
+        return record
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("status")
+    def status(
+        name: str | None = typer.Argument(None, help="Show only this cluster."),
+        verbose: bool = typer.Option(
+            False, "--verbose", "-v", help="Also show each cluster's event trail."
+        ),
+        fmt: str = typer.Option("table", "--format", help="table or json."),
+        refresh: bool = typer.Option(
+            False, "--refresh", "-r",
+            help="Reconcile with the engine's state and the nodes first (reads the cloud).",
+        ),
+    ) -> None:
+        """Show clusters: infra, resources, nodes, status, cost, age and last job."""
+        show_status(name, verbose, fmt, refresh)

@@ -1,0 +1,131 @@
+"""Per-cluster locks: one skyc process at a time changes a cluster.
+
+``fcntl.flock`` on ``$SKYC_HOME/locks/<name>.lock``. The holder writes its pid
+and command line into the file so that a waiting process can say who holds it.
+The kernel drops the lock when the holder exits, even if it crashed. The lock
+is not re-entrant: taking it twice in one process waits for itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from skyc.errors import LockTimeout, StateError
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_POLL_S = 0.05
+
+
+def lock_path(name: str) -> Path:
+    """Where the lock file of cluster ``name`` lives."""
+    from skyc.config import skyc_home
+
+    if not _NAME.match(name):
+        raise StateError(
+            f"invalid cluster name {name!r} for a lock: use letters, digits, '.', '_' and '-'"
+        )
+    return skyc_home() / "locks" / f"{name}.lock"
+
+
+def read_holder(path: Path) -> dict[str, Any] | None:
+    """The pid/command record in a lock file, or None if there is none."""
+    try:
+        data = json.loads(path.read_text() or "null")
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _describe(holder: dict[str, Any] | None) -> str:
+    if not holder:
+        return "another skyc process"
+    return f"pid {holder.get('pid')} ({holder.get('command', '?')})"
+
+
+def _command_summary(argv: list[str]) -> str:
+    """The program and its first plain arguments; never option values (they may be secrets)."""
+    if not argv:
+        return "python"
+    words = [Path(argv[0]).name or "python"]
+    skip_next = False
+    for arg in argv[1:]:
+        if skip_next or "=" in arg:
+            skip_next = False
+            continue
+        if arg.startswith("-"):
+            skip_next = True  # the option's value, if it has one
+            continue
+        words.append(arg)
+        if len(words) == 4:
+            break
+    return " ".join(words)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def cluster_lock(
+    name: str,
+    *,
+    timeout: float,
+    on_wait: Callable[[str], None] | None = None,
+) -> Iterator[Path]:
+    """Hold cluster ``name``'s lock for the ``with`` body; yields the lock file's path.
+
+    If another process holds it, call ``on_wait`` once with a message naming the
+    holder, then wait up to ``timeout`` seconds; raise :class:`LockTimeout` after.
+    """
+    path = lock_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not _try_lock(fd):
+            holder = _describe(read_holder(path))
+            if on_wait is not None:
+                on_wait(
+                    f"cluster '{name}' is locked by {holder}; waiting up to {timeout:g}s"
+                )
+            deadline = time.monotonic() + timeout
+            while not _try_lock(fd):
+                if time.monotonic() >= deadline:
+                    latest = read_holder(path)
+                    if latest:
+                        holder = _describe(latest)
+                    raise LockTimeout(
+                        f"cluster '{name}' is busy: {holder} holds its lock ({path}); "
+                        f"gave up after {timeout:g}s",
+                        hint="wait for that command to finish, then try again",
+                    )
+                time.sleep(_POLL_S)
+        record = {
+            "pid": os.getpid(),
+            "command": _command_summary(sys.argv),
+            "since": time.time(),
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record, sort_keys=True).encode(), 0)
+        try:
+            yield path
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+__all__ = ["cluster_lock", "lock_path", "read_holder"]

@@ -1,0 +1,514 @@
+"""Local state: clusters, their jobs and their event trail, in ``$SKYC_HOME/state.db``.
+
+sqlite (stdlib) in WAL mode with a busy timeout, so several skyc processes can
+read and write at once. Structured columns hold JSON documents wrapped with a
+version (``{"v": 1, "data": ...}``); never pickles. The schema version lives in
+``PRAGMA user_version`` and :data:`MIGRATIONS` brings an older database up to
+date when it is opened. Values under secret-looking keys (passwords, tokens,
+private keys) are replaced by ``"<redacted>"`` before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skyc.errors import StateError
+
+if TYPE_CHECKING:
+    from skyc.nodes import ClusterInfo
+    from skyc.optimizer.plan import Placement
+
+ClusterStatus = Literal["INIT", "UP", "STOPPED", "FAILED"]
+JobStatus = Literal["PENDING", "SETUP", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]
+CLUSTER_STATUSES: tuple[str, ...] = get_args(ClusterStatus)
+JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
+TERMINAL_JOB_STATUSES: frozenset[str] = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+PAYLOAD_VERSION = 1
+BUSY_TIMEOUT_S = 30.0
+_SECRET_KEY = re.compile(
+    r"(secret|password|passwd|token|private_key|access_key|credential|api_key)", re.IGNORECASE
+)
+REDACTED = "<redacted>"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClusterRecord(_Model):
+    """One cluster skyc launched (or is launching)."""
+
+    name: str
+    status: ClusterStatus = "INIT"
+    cloud: str
+    region: str | None = None
+    zone: str | None = None
+    placement: dict[str, Any] = Field(default_factory=dict)
+    workspace: str | None = None          # $SKYC_HOME/clusters/<name>/
+    engine: str | None = None             # terraform, tofu, pulumi, local
+    nodes: list[dict[str, Any]] = Field(default_factory=list)  # name, rank, ip, ...
+    launched_at: float | None = None      # epoch seconds
+    hourly_cost: float = 0.0              # USD/hour, all nodes
+    last_job: int | None = None           # id of the newest job on this cluster
+    updated_at: float | None = None       # set by the database
+
+
+class JobRecord(_Model):
+    id: int
+    cluster: str
+    name: str | None = None
+    status: JobStatus = "PENDING"
+    submitted_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_codes: dict[str, int] = Field(default_factory=dict)  # node name -> exit code
+    log_path: str | None = None
+
+
+class EventRecord(_Model):
+    id: int
+    cluster: str
+    ts: float
+    kind: str                            # apply, destroy, failover, attempt, ...
+    message: str
+    data: dict[str, Any] | None = None
+
+
+def _check(value: str, allowed: Any, what: str) -> None:
+    choices = get_args(allowed)
+    if value not in choices:
+        raise StateError(f"invalid {what} {value!r}: expected one of {', '.join(choices)}")
+
+
+# -- versioned JSON payloads -------------------------------------------------
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` with secret-looking keys' values replaced."""
+    if isinstance(value, dict):
+        return {
+            k: (REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) else redact(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    return value
+
+
+def _dump(value: Any) -> str:
+    return json.dumps({"v": PAYLOAD_VERSION, "data": redact(value)}, sort_keys=True)
+
+
+def _load(text: str | None, where: str) -> Any:
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateError(f"state database: {where} holds invalid JSON: {exc}") from None
+    if not isinstance(doc, dict) or "v" not in doc:
+        raise StateError(f"state database: {where} is not a versioned payload")
+    if doc["v"] != PAYLOAD_VERSION:
+        raise StateError(
+            f"state database: {where} has payload version {doc['v']}, this skyc reads "
+            f"version {PAYLOAD_VERSION}",
+            hint="upgrade skyc",
+        )
+    return doc.get("data")
+
+
+# -- schema migrations -------------------------------------------------------
+
+
+def _m1_initial(conn: sqlite3.Connection) -> None:
+    # One statement at a time: executescript() would commit the open transaction.
+    for statement in _M1_SQL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+_M1_SQL = """
+        CREATE TABLE clusters (
+            name TEXT PRIMARY KEY,
+            status TEXT NOT NULL,
+            cloud TEXT NOT NULL,
+            region TEXT,
+            zone TEXT,
+            placement TEXT NOT NULL,
+            workspace TEXT,
+            engine TEXT,
+            nodes TEXT NOT NULL,
+            launched_at REAL,
+            hourly_cost REAL NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            cluster TEXT NOT NULL,
+            name TEXT,
+            status TEXT NOT NULL,
+            submitted_at REAL NOT NULL,
+            started_at REAL,
+            ended_at REAL,
+            exit_codes TEXT NOT NULL,
+            log_path TEXT
+        );
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            cluster TEXT NOT NULL,
+            ts REAL NOT NULL,
+            kind TEXT NOT NULL,
+            message TEXT NOT NULL,
+            data TEXT
+        );
+"""
+
+
+def _m2_last_job_and_indexes(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE clusters ADD COLUMN last_job INTEGER")
+    conn.execute("CREATE INDEX jobs_by_cluster ON jobs (cluster, id)")
+    conn.execute("CREATE INDEX events_by_cluster ON events (cluster, id)")
+    conn.execute(
+        "UPDATE clusters SET last_job = "
+        "(SELECT MAX(id) FROM jobs WHERE jobs.cluster = clusters.name)"
+    )
+
+
+# MIGRATIONS[i] takes a database from user_version i to i + 1.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m1_initial,
+    _m2_last_job_and_indexes,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:
+    """Apply pending migrations (in one write transaction); return the new version."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StateError(
+                f"state database schema version {version} is newer than this skyc "
+                f"understands ({SCHEMA_VERSION})",
+                hint="upgrade skyc, or point SKYC_HOME at another directory",
+            )
+        for step in range(version, upto):
+            MIGRATIONS[step](conn)
+            conn.execute(f"PRAGMA user_version = {step + 1}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return max(version, upto)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open ``path`` in autocommit mode with WAL and a busy timeout."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(
+            str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        raise StateError(
+            f"cannot open the state database {path}: {exc}",
+            hint="move the file aside; skyc creates a fresh one",
+        ) from None
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+# -- the database ------------------------------------------------------------
+
+
+class StateDB:
+    """Typed access to ``state.db``. Safe to use from several processes at once."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        if path is None:
+            from skyc.config import skyc_home
+
+            path = skyc_home() / "state.db"
+        self.path = path
+        self._conn = connect(path)
+        self._lock = threading.RLock()
+        try:
+            migrate(self._conn)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StateError(f"state database {path} is unreadable: {exc}") from None
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> StateDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self._conn.execute(sql, args).fetchall())
+
+    # clusters --------------------------------------------------------------
+
+    def upsert_cluster(self, record: ClusterRecord) -> None:
+        now = time.time()
+        row = (
+            record.name, record.status, record.cloud, record.region, record.zone,
+            _dump(record.placement), record.workspace, record.engine, _dump(record.nodes),
+            record.launched_at, record.hourly_cost, record.last_job, now,
+        )
+        with self._write() as conn:
+            conn.execute(
+                """
+                INSERT INTO clusters (name, status, cloud, region, zone, placement, workspace,
+                    engine, nodes, launched_at, hourly_cost, last_job, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (name) DO UPDATE SET
+                    status = excluded.status, cloud = excluded.cloud,
+                    region = excluded.region, zone = excluded.zone,
+                    placement = excluded.placement, workspace = excluded.workspace,
+                    engine = excluded.engine, nodes = excluded.nodes,
+                    launched_at = excluded.launched_at, hourly_cost = excluded.hourly_cost,
+                    last_job = COALESCE(excluded.last_job, clusters.last_job),
+                    updated_at = excluded.updated_at
+                """,
+                row,
+            )
+
+    def upsert_cluster_from_placement(
+        self,
+        name: str,
+        placement: Placement,
+        *,
+        status: ClusterStatus = "INIT",
+        engine: str | None = None,
+        workspace: str | None = None,
+    ) -> ClusterRecord:
+        """Record that cluster ``name`` is (being) placed at ``placement``.
+
+        Keeps what is still true of an existing record (launch time, last job,
+        engine, workspace); the nodes are kept only if the placement is unchanged.
+        """
+        from skyc.config import skyc_home
+
+        placement_doc = placement.model_dump(mode="json")
+        old = self.get_cluster(name)
+        same_place = old is not None and old.placement == placement_doc
+        record = ClusterRecord(
+            name=name, status=status, cloud=placement.cloud, region=placement.region,
+            zone=placement.zone, placement=placement_doc,
+            workspace=workspace or (old.workspace if old else None)
+            or str(skyc_home() / "clusters" / name),
+            engine=engine or (old.engine if old else None),
+            nodes=old.nodes if (old is not None and same_place) else [],
+            launched_at=old.launched_at if old else None,
+            hourly_cost=placement.hourly_cost,
+            last_job=old.last_job if old else None,
+        )
+        self.upsert_cluster(record)
+        return record
+
+    def mark_cluster_up(
+        self, name: str, info: ClusterInfo, placement: Placement
+    ) -> ClusterRecord:
+        """Record a provisioned cluster: status UP, its nodes, placement and cost."""
+        old = self.get_cluster(name)
+        placement_doc = placement.model_dump(mode="json")
+        # The launch time survives a relaunch onto the same nodes, not a move.
+        launched = (
+            old.launched_at
+            if old is not None and old.nodes and old.placement == placement_doc
+            else None
+        )
+        record = ClusterRecord(
+            name=name, status="UP", cloud=info.cloud, region=info.region, zone=info.zone,
+            placement=placement_doc, workspace=info.workspace,
+            engine=old.engine if old else None,
+            nodes=[n.model_dump(mode="json", exclude_none=True) for n in info.nodes],
+            launched_at=launched or time.time(), hourly_cost=placement.hourly_cost,
+            last_job=old.last_job if old else None,
+        )
+        self.upsert_cluster(record)
+        return record
+
+    def get_cluster(self, name: str) -> ClusterRecord | None:
+        rows = self._read("SELECT * FROM clusters WHERE name = ?", (name,))
+        return _cluster(rows[0]) if rows else None
+
+    def list_clusters(self) -> list[ClusterRecord]:
+        return [_cluster(r) for r in self._read("SELECT * FROM clusters ORDER BY name")]
+
+    def set_cluster_status(self, name: str, status: ClusterStatus) -> None:
+        _check(status, ClusterStatus, "cluster status")
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE clusters SET status = ?, updated_at = ? WHERE name = ?",
+                (status, time.time(), name),
+            )
+            if cur.rowcount == 0:
+                raise StateError(f"no cluster named '{name}' in the state database")
+
+    def remove_cluster(self, name: str) -> bool:
+        """Forget a cluster with its jobs and events; False if it was not there."""
+        with self._write() as conn:
+            cur = conn.execute("DELETE FROM clusters WHERE name = ?", (name,))
+            conn.execute("DELETE FROM jobs WHERE cluster = ?", (name,))
+            conn.execute("DELETE FROM events WHERE cluster = ?", (name,))
+            return cur.rowcount > 0
+
+    # jobs ------------------------------------------------------------------
+
+    def add_job(
+        self,
+        cluster: str,
+        name: str | None = None,
+        *,
+        status: JobStatus = "PENDING",
+        log_path: str | None = None,
+    ) -> int:
+        """Record a new job on ``cluster``; it becomes the cluster's ``last_job``."""
+        now = time.time()
+        _check(status, JobStatus, "job status")
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO jobs (cluster, name, status, submitted_at, started_at, exit_codes,"
+                " log_path) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (cluster, name, status, now, now if status == "RUNNING" else None,
+                 _dump({}), log_path),
+            )
+            job_id = int(cur.lastrowid or 0)
+            conn.execute("UPDATE clusters SET last_job = ? WHERE name = ?", (job_id, cluster))
+        return job_id
+
+    def update_job(
+        self,
+        job_id: int,
+        *,
+        status: JobStatus | None = None,
+        exit_codes: dict[str, int] | None = None,
+        log_path: str | None = None,
+    ) -> JobRecord:
+        """Change a job; RUNNING stamps ``started_at``, a final status ``ended_at``."""
+        with self._write() as conn:
+            rows = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchall()
+            if not rows:
+                raise StateError(f"no job with id {job_id} in the state database")
+            job = _job(rows[0])
+            now = time.time()
+            changes: dict[str, Any] = {}
+            if status is not None:
+                _check(status, JobStatus, "job status")
+                changes["status"] = status
+                if status == "RUNNING" and job.started_at is None:
+                    changes["started_at"] = now
+                if status in TERMINAL_JOB_STATUSES and job.ended_at is None:
+                    changes["ended_at"] = now
+            if exit_codes is not None:
+                changes["exit_codes"] = exit_codes
+            if log_path is not None:
+                changes["log_path"] = log_path
+            job = JobRecord.model_validate({**job.model_dump(), **changes})
+            conn.execute(
+                "UPDATE jobs SET status = ?, started_at = ?, ended_at = ?, exit_codes = ?,"
+                " log_path = ? WHERE id = ?",
+                (job.status, job.started_at, job.ended_at, _dump(job.exit_codes),
+                 job.log_path, job_id),
+            )
+        return job
+
+    def get_job(self, job_id: int) -> JobRecord | None:
+        rows = self._read("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        return _job(rows[0]) if rows else None
+
+    def list_jobs(self, cluster: str) -> list[JobRecord]:
+        rows = self._read("SELECT * FROM jobs WHERE cluster = ? ORDER BY id", (cluster,))
+        return [_job(r) for r in rows]
+
+    # events ----------------------------------------------------------------
+
+    def add_event(
+        self, cluster: str, kind: str, message: str, data: dict[str, Any] | None = None
+    ) -> int:
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO events (cluster, ts, kind, message, data) VALUES (?, ?, ?, ?, ?)",
+                (cluster, time.time(), kind, message, None if data is None else _dump(data)),
+            )
+            return int(cur.lastrowid or 0)
+
+    def events(self, cluster: str) -> list[EventRecord]:
+        rows = self._read("SELECT * FROM events WHERE cluster = ? ORDER BY id", (cluster,))
+        return [
+            EventRecord(
+                id=r["id"], cluster=r["cluster"], ts=r["ts"], kind=r["kind"],
+                message=r["message"], data=_load(r["data"], f"event {r['id']} data"),
+            )
+            for r in rows
+        ]
+
+
+def _cluster(row: sqlite3.Row) -> ClusterRecord:
+    where = f"cluster '{row['name']}'"
+    return ClusterRecord(
+        name=row["name"], status=row["status"], cloud=row["cloud"], region=row["region"],
+        zone=row["zone"], placement=_load(row["placement"], f"{where} placement") or {},
+        workspace=row["workspace"], engine=row["engine"],
+        nodes=_load(row["nodes"], f"{where} nodes") or [], launched_at=row["launched_at"],
+        hourly_cost=row["hourly_cost"], last_job=row["last_job"], updated_at=row["updated_at"],
+    )
+
+
+def _job(row: sqlite3.Row) -> JobRecord:
+    return JobRecord(
+        id=row["id"], cluster=row["cluster"], name=row["name"], status=row["status"],
+        submitted_at=row["submitted_at"], started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        exit_codes=_load(row["exit_codes"], f"job {row['id']} exit codes") or {},
+        log_path=row["log_path"],
+    )
+
+
+__all__ = [
+    "CLUSTER_STATUSES",
+    "JOB_STATUSES",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "ClusterRecord",
+    "ClusterStatus",
+    "EventRecord",
+    "JobRecord",
+    "JobStatus",
+    "StateDB",
+    "connect",
+    "migrate",
+    "redact",
+]

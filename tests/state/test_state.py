@@ -1,0 +1,256 @@
+"""The state database: records, jobs, events, migrations, concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skyc.errors import StateError
+from skyc.state import (
+    SCHEMA_VERSION,
+    ClusterRecord,
+    StateDB,
+    connect,
+    migrate,
+)
+
+
+def _record(name: str = "c1", **kw: object) -> ClusterRecord:
+    data: dict[str, object] = {
+        "name": name,
+        "cloud": "aws",
+        "region": "us-east-1",
+        "zone": "us-east-1a",
+        "placement": {"instance_type": "p4d.24xlarge", "accelerators": {"A100": 8}},
+        "workspace": f"/tmp/clusters/{name}",
+        "engine": "terraform",
+        "nodes": [{"name": "head", "rank": 0, "ip": "10.0.0.1"}],
+        "launched_at": 1000.0,
+        "hourly_cost": 32.77,
+    }
+    data.update(kw)
+    return ClusterRecord.model_validate(data)
+
+
+def test_default_path_is_under_skyc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKYC_HOME", str(tmp_path))
+    with StateDB() as db:
+        assert db.path == tmp_path / "state.db"
+    assert (tmp_path / "state.db").exists()
+
+
+def test_cluster_roundtrip_and_update(tmp_path: Path) -> None:
+    with StateDB(tmp_path / "s.db") as db:
+        assert db.get_cluster("c1") is None
+        db.upsert_cluster(_record())
+        got = db.get_cluster("c1")
+        assert got is not None
+        assert got.model_dump(exclude={"updated_at"}) == _record().model_dump(
+            exclude={"updated_at"}
+        )
+        assert got.updated_at is not None
+        db.upsert_cluster(_record(status="UP", hourly_cost=1.5))
+        db.upsert_cluster(_record("a0"))
+        assert [c.name for c in db.list_clusters()] == ["a0", "c1"]
+        again = db.get_cluster("c1")
+        assert again is not None and again.status == "UP" and again.hourly_cost == 1.5
+        db.set_cluster_status("c1", "STOPPED")
+        stopped = db.get_cluster("c1")
+        assert stopped is not None and stopped.status == "STOPPED"
+
+
+def test_status_errors(tmp_path: Path) -> None:
+    with StateDB(tmp_path / "s.db") as db:
+        with pytest.raises(StateError, match="no cluster named 'nope'"):
+            db.set_cluster_status("nope", "UP")
+        db.upsert_cluster(_record())
+        with pytest.raises(StateError, match="invalid cluster status 'RUNNING'"):
+            db.set_cluster_status("c1", "RUNNING")  # type: ignore[arg-type]
+
+
+def test_jobs_and_last_job(tmp_path: Path) -> None:
+    with StateDB(tmp_path / "s.db") as db:
+        db.upsert_cluster(_record())
+        j1 = db.add_job("c1", "train", log_path="/logs/1.log")
+        j2 = db.add_job("c1", "eval")
+        cluster = db.get_cluster("c1")
+        assert cluster is not None and cluster.last_job == j2
+        running = db.update_job(j1, status="RUNNING")
+        assert running.started_at is not None and running.ended_at is None
+        done = db.update_job(j1, status="FAILED", exit_codes={"head": 0, "worker1": 3})
+        assert done.ended_at is not None and done.started_at == running.started_at
+        jobs = db.list_jobs("c1")
+        assert [(j.id, j.name, j.status) for j in jobs] == [
+            (j1, "train", "FAILED"), (j2, "eval", "PENDING"),
+        ]
+        assert jobs[0].exit_codes == {"head": 0, "worker1": 3}
+        assert jobs[0].log_path == "/logs/1.log"
+        # re-upserting the cluster (e.g. after a failover) keeps its last job
+        db.upsert_cluster(_record(status="UP"))
+        kept = db.get_cluster("c1")
+        assert kept is not None and kept.last_job == j2
+        with pytest.raises(StateError, match="no job with id 999"):
+            db.update_job(999, status="RUNNING")
+        with pytest.raises(StateError, match="invalid job status"):
+            db.update_job(j2, status="DONE")  # type: ignore[arg-type]
+
+
+def test_events_keep_order_and_data_and_redact_secrets(tmp_path: Path) -> None:
+    with StateDB(tmp_path / "s.db") as db:
+        db.add_event("c1", "attempt", "aws/us-east-1/us-east-1a", {"zone": "us-east-1a"})
+        db.add_event(
+            "c1", "failover", "InsufficientInstanceCapacity: blocked zone",
+            {"code": "InsufficientInstanceCapacity", "aws_secret_access_key": "abc",
+             "nested": [{"password": "pw", "ok": 1}]},
+        )
+        db.add_event("c2", "apply", "other cluster")
+        events = db.events("c1")
+        assert [e.kind for e in events] == ["attempt", "failover"]
+        assert events[0].ts <= events[1].ts
+        assert events[1].data == {
+            "code": "InsufficientInstanceCapacity", "aws_secret_access_key": "<redacted>",
+            "nested": [{"password": "<redacted>", "ok": 1}],
+        }
+    raw = (tmp_path / "s.db").read_bytes()
+    assert b"abc" not in raw and b'"pw"' not in raw
+
+
+def test_payloads_are_versioned_json(tmp_path: Path) -> None:
+    with StateDB(tmp_path / "s.db") as db:
+        db.upsert_cluster(_record())
+    conn = sqlite3.connect(tmp_path / "s.db")
+    placement, nodes = conn.execute("SELECT placement, nodes FROM clusters").fetchone()
+    assert json.loads(placement) == {
+        "v": 1, "data": {"accelerators": {"A100": 8}, "instance_type": "p4d.24xlarge"},
+    }
+    assert json.loads(nodes)["v"] == 1
+    # a payload from a future skyc is refused with a clear error, not misread
+    conn.execute("UPDATE clusters SET nodes = ?", (json.dumps({"v": 99, "data": []}),))
+    conn.commit()
+    conn.close()
+    with StateDB(tmp_path / "s.db") as db, pytest.raises(StateError, match="payload version 99"):
+        db.get_cluster("c1")
+
+
+def test_remove_cluster_forgets_jobs_and_events(tmp_path: Path) -> None:
+    with StateDB(tmp_path / "s.db") as db:
+        db.upsert_cluster(_record())
+        db.add_job("c1", "train")
+        db.add_event("c1", "apply", "applied")
+        assert db.remove_cluster("c1") is True
+        assert db.get_cluster("c1") is None
+        assert db.list_jobs("c1") == [] and db.events("c1") == []
+        assert db.remove_cluster("c1") is False
+
+
+def test_old_schema_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = connect(path)
+    assert migrate(conn, upto=1) == 1
+    conn.execute(
+        "INSERT INTO clusters (name, status, cloud, placement, nodes, hourly_cost, updated_at)"
+        " VALUES ('old', 'UP', 'aws', ?, ?, 2.0, 1.0)",
+        (json.dumps({"v": 1, "data": {}}), json.dumps({"v": 1, "data": []})),
+    )
+    conn.execute(
+        "INSERT INTO jobs (cluster, name, status, submitted_at, exit_codes)"
+        " VALUES ('old', 'j', 'SUCCEEDED', 1.0, ?)",
+        (json.dumps({"v": 1, "data": {"head": 0}}),),
+    )
+    conn.close()
+    with StateDB(path) as db:
+        old = db.get_cluster("old")
+        assert old is not None and old.status == "UP"
+        assert old.last_job == 1  # filled in by the migration from the jobs table
+        assert db.list_jobs("old")[0].exit_codes == {"head": 0}
+    check = sqlite3.connect(path)
+    assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    indexes = {r[0] for r in check.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"jobs_by_cluster", "events_by_cluster"} <= indexes
+    assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    check.close()
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    StateDB(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 42")
+    conn.close()
+    with pytest.raises(StateError, match="schema version 42 is newer"):
+        StateDB(path)
+
+
+def test_garbage_file_is_a_state_error(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StateError):
+        StateDB(path)
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from skyc.state import StateDB
+db = StateDB(Path(sys.argv[1]))
+for i in range(50):
+    db.add_event("c1", "attempt", f"{sys.argv[2]}-{i}")
+    db.add_job("c1", f"{sys.argv[2]}-{i}")
+db.close()
+"""
+
+
+def test_concurrent_processes_lose_no_writes(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    env = dict(os.environ)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"w{n}"], env=env,
+                         cwd=Path(__file__).parents[2])
+        for n in range(4)
+    ]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+    with StateDB(path) as db:
+        messages = {e.message for e in db.events("c1")}
+        assert len(messages) == 200
+        assert len(db.list_jobs("c1")) == 200
+
+
+def test_placement_and_up_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skyc.nodes import ClusterInfo, Node
+    from skyc.optimizer.plan import Placement
+
+    monkeypatch.setenv("SKYC_HOME", str(tmp_path))
+    first = Placement(cloud="aws", region="us-east-1", zone="us-east-1a",
+                      instance_type="g5.xlarge", accelerators={"A10G": 1}, hourly_cost=1.0)
+    second = first.model_copy(update={"zone": "us-east-1b", "hourly_cost": 1.1})
+    with StateDB() as db:
+        rec = db.upsert_cluster_from_placement("gpu", first, engine="terraform")
+        assert rec.status == "INIT" and rec.zone == "us-east-1a"
+        assert rec.workspace == str(tmp_path / "clusters" / "gpu")
+        info = ClusterInfo(
+            name="gpu", cloud="aws", region="us-east-1", zone="us-east-1b",
+            workspace=str(tmp_path / "clusters" / "gpu"),
+            nodes=[Node(name="head", rank=0, transport="ssh", ip="10.0.0.5", host="3.3.3.3",
+                        user="ubuntu")],
+        )
+        db.upsert_cluster_from_placement("gpu", second)  # failover re-targets the cluster
+        up = db.mark_cluster_up("gpu", info, second)
+        assert up.status == "UP" and up.zone == "us-east-1b" and up.hourly_cost == 1.1
+        assert up.engine == "terraform" and up.launched_at is not None
+        assert up.nodes == [{"name": "head", "rank": 0, "transport": "ssh", "ip": "10.0.0.5",
+                             "host": "3.3.3.3", "port": 22, "user": "ubuntu"}]
+        stored = db.get_cluster("gpu")
+        assert stored is not None and stored.placement["zone"] == "us-east-1b"
+        # a relaunch on the same placement keeps nodes and launch time
+        again = db.upsert_cluster_from_placement("gpu", second, status="INIT")
+        assert again.nodes == up.nodes and again.launched_at == up.launched_at
+        assert db.mark_cluster_up("gpu", info, second).launched_at == up.launched_at
+        # a different placement drops the stale nodes
+        assert db.upsert_cluster_from_placement("gpu", first).nodes == []

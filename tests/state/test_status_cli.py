@@ -1,0 +1,134 @@
+"""``skyc status`` as a user runs it: a real subprocess over a real state database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from skyc.cli.cmd_status import format_age, refresh_cluster, resources
+from skyc.errors import StateError
+from skyc.state import ClusterRecord, StateDB
+
+
+def _skyc(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SKYC_HOME=str(home), COLUMNS="200")
+    return subprocess.run(
+        [sys.executable, "-m", "skyc", *args], capture_output=True, text=True, env=env,
+        timeout=60, cwd=Path(__file__).parents[2],
+    )
+
+
+def _seed(home: Path) -> None:
+    with StateDB(home / "state.db") as db:
+        db.upsert_cluster(ClusterRecord(
+            name="train", status="UP", cloud="aws", region="us-east-1", zone="us-east-1b",
+            placement={"instance_type": "p4d.24xlarge", "accelerators": {"A100": 8},
+                       "num_nodes": 2, "use_spot": True},
+            nodes=[{"name": "head", "rank": 0, "ip": "10.0.0.1"},
+                   {"name": "worker1", "rank": 1, "ip": "10.0.0.2"}],
+            launched_at=time.time() - 7500, hourly_cost=65.54, engine="terraform",
+        ))
+        db.upsert_cluster(ClusterRecord(name="dev", cloud="local"))
+        job = db.add_job("train", "pretrain")
+        db.update_job(job, status="RUNNING")
+        db.add_event("train", "failover", "InsufficientInstanceCapacity in us-east-1a",
+                     {"blocked": "aws/us-east-1/us-east-1a"})
+        db.add_event("train", "apply", "applied 13 resources")
+
+
+def test_empty_state_is_friendly(tmp_path: Path) -> None:
+    out = _skyc(tmp_path, "status")
+    assert out.returncode == 0, out.stderr
+    assert "No clusters" in out.stdout
+    json_out = _skyc(tmp_path, "status", "--format", "json")
+    assert json_out.returncode == 0 and json.loads(json_out.stdout) == []
+
+
+def test_unknown_cluster_is_an_error(tmp_path: Path) -> None:
+    out = _skyc(tmp_path, "status", "nope")
+    assert out.returncode == 1
+    assert "no cluster named 'nope'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_bad_format_is_an_error(tmp_path: Path) -> None:
+    out = _skyc(tmp_path, "status", "--format", "yaml")
+    assert out.returncode == 1 and "--format" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_table_lists_clusters(tmp_path: Path) -> None:
+    _seed(tmp_path)
+    out = _skyc(tmp_path, "status")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split()[:2] == ["CLUSTER", "INFRA"]
+    train = next(line for line in lines if line.startswith("train"))
+    for text in ("aws/us-east-1/us-east-1b", "2x p4d.24xlarge (A100:8) [spot]", "UP",
+                 "65.54", "2h 5m", "pretrain RUNNING"):
+        assert text in train
+    assert any(line.startswith("dev ") and "local" in line for line in lines)
+    assert "Events" not in out.stdout
+
+
+def test_verbose_shows_event_trail(tmp_path: Path) -> None:
+    _seed(tmp_path)
+    out = _skyc(tmp_path, "status", "train", "-v")
+    assert out.returncode == 0, out.stderr
+    assert "dev" not in out.stdout
+    trail = out.stdout[out.stdout.index("Events of train"):]
+    assert trail.index("failover") < trail.index("apply")
+    assert "InsufficientInstanceCapacity in us-east-1a" in trail
+
+
+def test_json_output(tmp_path: Path) -> None:
+    _seed(tmp_path)
+    out = _skyc(tmp_path, "status", "train", "--format", "json", "-v")
+    assert out.returncode == 0, out.stderr
+    (row,) = json.loads(out.stdout)
+    assert row["name"] == "train" and row["status"] == "UP"
+    assert row["infra"] == "aws/us-east-1/us-east-1b"
+    assert [n["ip"] for n in row["nodes"]] == ["10.0.0.1", "10.0.0.2"]
+    assert row["last_job"]["name"] == "pretrain" and row["last_job"]["status"] == "RUNNING"
+    assert 7400 < row["age_s"] < 7700
+    assert [e["kind"] for e in row["events"]] == ["failover", "apply"]
+    assert row["events"][0]["data"] == {"blocked": "aws/us-east-1/us-east-1a"}
+
+
+def test_refresh_cluster_sets_status_from_probe(tmp_path: Path) -> None:
+    _seed(tmp_path)
+    seen: list[str] = []
+
+    def probe(record: ClusterRecord) -> str:
+        seen.append(record.name)
+        return "STOPPED"
+
+    with StateDB(tmp_path / "state.db") as db:
+        updated = refresh_cluster(db, "train", probe)
+        assert seen == ["train"] and updated.status == "STOPPED"
+        stored = db.get_cluster("train")
+        assert stored is not None and stored.status == "STOPPED"
+        assert db.events("train")[-1].kind == "refresh"
+        count = len(db.events("train"))
+        refresh_cluster(db, "train", probe)  # no change: no new event
+        assert len(db.events("train")) == count
+        with pytest.raises(StateError, match="probe returned 'GONE'"):
+            refresh_cluster(db, "train", lambda r: "GONE")
+        with pytest.raises(StateError, match="no cluster named 'x'"):
+            refresh_cluster(db, "x", probe)
+
+
+def test_formatting_helpers() -> None:
+    assert format_age(None) == "-"
+    assert format_age(59) == "59s"
+    assert format_age(61) == "1m"
+    assert format_age(3 * 86400 + 7200) == "3d 2h"
+    assert resources({}) == "-"
+    assert resources({"instance_type": "n2-standard-8", "accelerators": {"L4": 0.5}}) == (
+        "n2-standard-8 (L4:0.5)"
+    )
