@@ -156,3 +156,28 @@ def catalog_for(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | N
     pools = {p: config.ssh_pools[p] for p in config.ssh_pools if f"ssh/{p}" in names}
     fixed = (local_offers() if "local" in names else []) + ssh_offers(pools)
     return load_catalog(catalog_dir, clouds=None if every_cloud else names, fixed=fixed)
+
+
+_CREDENTIAL_HELP = {
+    "aws": "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
+           "or run `aws configure`",
+    "gcp": "set GOOGLE_APPLICATION_CREDENTIALS, or run `gcloud auth application-default login`",
+    "azure": "run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
+    "kubernetes": "set KUBECONFIG, or create ~/.kube/config",
+}
+
+
+def missing_credentials(cloud: str, env: Mapping[str, str] | None = None,
+                        home: Path | None = None) -> str | None:
+    """None when ``cloud`` can be provisioned from here; else what to set.
+
+    Planning never needs credentials; provisioning does, and checking first keeps
+    an engine from probing the network for credentials it will not find.
+    """
+    if cloud not in CLOUDS:
+        return None
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home()) if home is None else home
+    if _credentials(cloud, env, home) is not None:
+        return None
+    return f"no {cloud} credentials found: {_CREDENTIAL_HELP[cloud]}"

@@ -71,6 +71,14 @@ def apply_cmd(
         confirm=None if yes else _confirm,
     )
     result = launch(task_set.tasks, opts, ConsoleReporter())
+    if detach and result.job_id is not None and not result.exit_code:
+        from skyc.cli.output import err_console
+
+        err_console.print(
+            f"job {result.job_id} started on {result.cluster}; follow it with: "
+            f"skyc logs {result.cluster} {result.job_id} --follow",
+            highlight=False,
+        )
     if result.exit_code:
         from skyc.cli.output import print_error
         from skyc.errors import JobFailed

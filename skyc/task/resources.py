@@ -32,14 +32,16 @@ from skyc.task.candidate import AcceleratorRequest, InfraSpec, Quantity
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: a model's validator is built on first use, not at import (start-up time).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Accelerators(BaseModel):
     """Normalized ``accelerators``: one ask, a set (any of, same preference) or an
     ordered list (earlier preferred)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: a model's validator is built on first use, not at import (start-up time).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     mode: Literal["single", "any", "ordered"]
     items: tuple[AcceleratorRequest, ...]
@@ -53,7 +55,11 @@ def _parse_accelerators(raw: Any) -> Any:
     if isinstance(raw, dict):
         if not raw:
             raise ValueError("accelerators mapping is empty")
-        items = tuple(_parse.parse_accelerator(str(k), v) for k, v in raw.items())
+        # A set has no order: keep its items sorted so equal sets compare (and dump) equal.
+        items = tuple(sorted(
+            (_parse.parse_accelerator(str(k), v) for k, v in raw.items()),
+            key=_parse.accelerator_key,
+        ))
         return Accelerators(mode="single" if len(items) == 1 else "any", items=items)
     if isinstance(raw, list):
         if not raw:
