@@ -8,6 +8,7 @@ that ``skyc --help`` and ``skyc validate`` start fast.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -57,6 +58,9 @@ def main() -> None:
     """Console-script entry point: run the app, turn SkycErrors into clean messages."""
     from skyc.cli.output import print_error
 
+    # pydantic looks for plugins by reading every installed distribution's entry
+    # points the first time a model is validated; the CLI uses none.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     try:
         rc = app(standalone_mode=False)
         # Without standalone mode, click returns `typer.Exit(n)`'s code instead of exiting.

@@ -11,7 +11,11 @@ import typer
 from skyc.cli.output import console
 
 if TYPE_CHECKING:
+    from skyc.config import SkycConfig
+    from skyc.errors import SkycError
     from skyc.optimizer.plan import Placement, Plan
+    from skyc.stacks.engine import StackDiff
+    from skyc.task import Task
 
 _OPTIMIZE_HELP = (
     "cost: cheapest hourly price x num_nodes (spot price when use_spot). "
@@ -20,15 +24,156 @@ _OPTIMIZE_HELP = (
 )
 
 
-def plan_document(plan: Plan) -> dict[str, Any]:
-    """The JSON document of ``skyc plan --format json`` (later stages add keys)."""
+_DIFF_HELP = (
+    "Show each stack's engine diff against the cluster's current state (the default; "
+    "runs `terraform init/plan` in $SKYC_HOME/clusters/<name>/, changing no resources). "
+    "--no-diff: placement only."
+)
+
+# A ResourceChange's action as terraform's `actions` list. A replacement is reported
+# in terraform's default order (delete, then create); the engine's diff does not say
+# whether a resource is created before the old one is destroyed.
+_ACTIONS: dict[str, list[str]] = {"replace": ["delete", "create"]}
+
+
+def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON document of ``skyc plan --format json``.
+
+    ``stacks`` (one entry per cluster, from :func:`stack_entry`) is added when given.
+    """
     doc = plan.model_dump(mode="json")
     doc["tasks"] = [
         {"name": t["name"], "placement": t["placement"], "alternatives": t["alternatives"],
          "reason": t["reason"]}
         for t in doc["tasks"]
     ]
+    if stacks is not None:
+        doc["stacks"] = stacks
     return doc
+
+
+def stack_entry(
+    cluster: str, task: str, engine: str, diff: StackDiff | None, note: str | None = None
+) -> dict[str, Any]:
+    """One stack of ``--format json``'s ``stacks`` list.
+
+    ``resource_changes`` lists every resource of the stack as terraform does (``actions``
+    ``["no-op"]`` for one that stays as it is); ``summary`` counts them per action;
+    ``status`` is ``ok`` (the diff was computed) or ``unavailable`` (``note`` says why).
+    """
+    changes = [] if diff is None else [
+        {"address": c.address, "type": c.type, "actions": _ACTIONS.get(c.action, [c.action])}
+        for c in diff.changes
+    ]
+    return {
+        "cluster": cluster,
+        "task": task,
+        "engine": engine,
+        "status": "ok" if diff is not None else "unavailable",
+        "has_changes": None if diff is None else diff.has_changes,
+        "summary": {} if diff is None else diff.summary(),
+        "resource_changes": changes,
+        "note": note,
+    }
+
+
+def cluster_names(tasks: list[Task], explicit: str | None) -> list[str]:
+    """The cluster of each task: ``-c NAME`` for a one-task file, else the task's name
+    (a repeated name gets its position as a suffix, as ``skyc compile`` does)."""
+    from skyc.launch import cluster_name_for
+
+    names: list[str] = []
+    for task in tasks:
+        name = cluster_name_for(task, explicit)
+        if name in names:
+            name = f"{name}-{len(names)}"
+        names.append(name)
+    return names
+
+
+def _engine() -> tuple[str, str | None]:
+    """The engine's name, and why it cannot run (None when it can)."""
+    from skyc.errors import EngineError
+    from skyc.stacks.terraform import find_binary
+
+    try:
+        return Path(find_binary()).name, None
+    except EngineError as exc:
+        return "terraform", f"{exc} ({exc.hint})" if exc.hint else str(exc)
+
+
+def _diff_placement(
+    task: Task, placement: Placement, cluster: str, catalog: Path | None, target: str,
+    config: SkycConfig,
+) -> tuple[Placement, str | None]:
+    """The placement ``skyc apply`` would use: a cluster that is up keeps its region."""
+    from skyc.config import skyc_home
+
+    db_path = skyc_home() / "state.db"
+    if not db_path.exists():
+        return placement, None
+    from skyc.launch import LaunchOptions, make_plan
+    from skyc.state import StateDB
+
+    with StateDB(db_path) as db:
+        record = db.get_cluster(cluster)
+    if record is None or not record.region:
+        return placement, None
+    if (record.cloud, record.region) == (placement.cloud, placement.region):
+        return placement, None
+    home = f"{record.cloud}/{record.region}"
+    opts = LaunchOptions(infra=home, catalog_dir=catalog, target=target)
+    pinned = make_plan([task], opts, config=config).tasks[0].placement
+    return pinned, (f"cluster {cluster} lives in {home}: the diff is for {pinned.infra} "
+                    f"{pinned.instance_type or ''}, where `skyc apply` keeps it "
+                    "(`skyc apply --any-region` moves it)").replace("  ", " ")
+
+
+def _reason(exc: SkycError) -> str:
+    """One line for a failed diff: the error's first line, the engine's first
+    ``Error:`` line, and what to do (provider installs get a named fix)."""
+    lines = [line.strip("│╷╵ ").strip() for line in str(exc).splitlines()]
+    text = lines[0].rstrip(":")
+    detail = next((line for line in lines[1:] if line.startswith("Error:")), None)
+    if detail:
+        text += f": {detail}"
+    if detail and "provider" in detail.lower():
+        text += ("; the engine could not install the stack's providers: allow access to "
+                 "their registry, or set SKYC_TF_PLUGIN_DIR to a local provider mirror")
+    return f"{text} ({exc.hint})" if exc.hint else text
+
+
+def plan_stacks(
+    tasks: list[Task], plan: Plan, names: list[str], *, catalog: Path | None, target: str,
+    config: SkycConfig,
+) -> list[dict[str, Any]]:
+    """Each cluster's engine diff; a stack whose diff cannot be computed gets a note."""
+    from skyc.errors import SkycError
+    from skyc.locks import cluster_lock
+    from skyc.provision import plan_changes
+
+    engine, missing = _engine()
+    stacks = []
+    for task, task_plan, cluster in zip(tasks, plan.tasks, names, strict=True):
+        if missing is not None:
+            # Nothing is written into the workspace when there is no engine to run.
+            stacks.append(stack_entry(cluster, task_plan.name, engine, None,
+                                      f"no diff for stack {cluster}: {missing}"))
+            continue
+        note = None
+        try:
+            placement, note = _diff_placement(task, task_plan.placement, cluster, catalog,
+                                              target, config)
+            candidate = task.candidates()[placement.candidate_index]
+            with cluster_lock(cluster, timeout=0):
+                diff = plan_changes(cluster, placement, candidate, config=config)
+        except SkycError as exc:
+            reason = _reason(exc)
+            stacks.append(stack_entry(cluster, task_plan.name, engine, None,
+                                      f"no diff for stack {cluster}: {reason}"))
+            continue
+        stacks.append(stack_entry(cluster, task_plan.name, engine, diff, note))
+    return stacks
 
 
 def _print_wide(renderable: Any) -> None:
@@ -73,6 +218,30 @@ def _print_plan(plan: Plan) -> None:
                   f"(optimize {plan.optimize}; {src})", soft_wrap=True)
 
 
+_SIGNS = {"create": "+", "delete": "-", "update": "~", "replace": "-/+", "read": "<="}
+
+
+def _print_stacks(stacks: list[dict[str, Any]]) -> None:
+    from skyc.cli.output import print_line, print_warning
+
+    for st in stacks:
+        if st["status"] != "ok":
+            print_warning(f"{st['note']}; `skyc plan --no-diff` shows the placement only")
+            continue
+        parts = [f"{n} to {a}" for a, n in st["summary"].items() if a not in ("no-op", "read")]
+        if not parts:
+            parts.append("no changes")
+        if st["summary"].get("no-op"):
+            parts.append(f"{st['summary']['no-op']} unchanged")
+        print_line(f"stack {st['cluster']} ({st['engine']}): {', '.join(parts)}")
+        for rc in st["resource_changes"]:
+            action = "replace" if rc["actions"] == ["delete", "create"] else rc["actions"][0]
+            if action != "no-op":
+                print_line(f"  {_SIGNS.get(action, action):>3} {rc['address']}")
+        if st["note"]:
+            print_line(f"  note: {st['note']}")
+
+
 def plan_cmd(
     task_file: Path = typer.Argument(..., help="Task YAML (one task or a pipeline)."),
     infra: str | None = typer.Option(
@@ -82,6 +251,9 @@ def plan_cmd(
     fmt: str = typer.Option("table", "--format", help="table or json."),
     env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option([], "--secret", help="KEY=VAL, or KEY from this environment."),
+    cluster: str | None = typer.Option(
+        None, "-c", "--cluster", help="Cluster name for a one-task file (default: the task's)."),
+    diff: bool = typer.Option(True, "--diff/--no-diff", help=_DIFF_HELP),
 ) -> None:
     """Pick where each task runs: the cheapest (or fastest) feasible offer.
 
@@ -90,6 +262,14 @@ def plan_cmd(
     Ordered resources: an earlier entry wins over a cheaper later one. Ties break
     on cloud, region, zone, instance type. Pipelines add the cost of the data a
     task passes on (its outputs, GB) when the next task runs elsewhere.
+
+    Then, per cluster, the engine's diff against the cluster's current state: all
+    creates for a new cluster, only what changes for an existing one (a cluster
+    that is up keeps its region, as in `skyc apply`). When the diff cannot be
+    computed (no terraform, providers missing) the placement is still printed,
+    with a warning per stack. --format json adds "stacks": per cluster its
+    resource_changes with terraform-style actions (["create"], ["update"],
+    ["delete"], ["no-op"], ["read"], and ["delete", "create"] for a replacement).
     """
     from skyc.config import load_config
     from skyc.errors import ConfigError
@@ -99,6 +279,9 @@ def plan_cmd(
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"--format {fmt}: expected 'table' or 'json'")
+    if cluster is not None and not diff:
+        raise ConfigError("--cluster names the cluster to diff against; it has no use "
+                          "with --no-diff", hint="drop one of them")
     if optimize not in ("cost", "time"):
         raise ConfigError(f"--optimize {optimize}: expected 'cost' or 'time'")
     task_set = load_tasks(task_file, env=parse_env_flags(env), secrets=parse_secret_flags(secret))
@@ -106,15 +289,34 @@ def plan_cmd(
 
     for warning in task_set.warnings:
         print_warning(warning.render())
-    tasks = task_set.tasks
-    cat = catalog_for(load_config(), tasks, infra=infra, catalog_dir=catalog)
+    tasks = list(task_set.tasks)
+    if cluster is not None and len(tasks) != 1:
+        raise ConfigError(
+            f"--cluster names one cluster, but {task_file} holds {len(tasks)} tasks",
+            hint="drop --cluster: each task's cluster is named after the task",
+        )
+    names = cluster_names(tasks, cluster) if diff else []
+    config = load_config()
+    cat = catalog_for(config, tasks, infra=infra, catalog_dir=catalog)
     parallel = task_set.header is not None and task_set.header.execution == "parallel"
     plan = run_optimizer(tasks, cat, target="time" if optimize == "time" else "cost",
                          infra=infra, edges=[] if parallel else None)
-    if fmt == "json":
-        typer.echo(json.dumps(plan_document(plan), indent=2, sort_keys=True))
-    else:
+    if fmt == "table":
         _print_plan(plan)
+    stacks = None
+    if diff:
+        stacks = plan_stacks(tasks, plan, names, catalog=catalog, target=optimize,
+                             config=config)
+    if fmt == "json":
+        if stacks:
+            from skyc.cli.output import print_warning
+
+            for st in stacks:
+                if st["status"] != "ok":
+                    print_warning(f"{st['note']}; `skyc plan --no-diff` skips the diff")
+        typer.echo(json.dumps(plan_document(plan, stacks), indent=2, sort_keys=True))
+    elif stacks:
+        _print_stacks(stacks)
 
 
 def show_gpus(

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from skyc.cli.output import console, err_console
+from skyc.cli.output import print_line, print_problem
 
 
 def validate(
@@ -20,8 +20,6 @@ def validate(
     fmt: str = typer.Option("text", "--format", help="text or json (the normalized tasks)."),
 ) -> None:
     """Check task files; print every problem. Exit 1 when any file is invalid."""
-    from rich.markup import escape
-
     from skyc.errors import ConfigError, TaskSpecError
     from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
 
@@ -37,12 +35,10 @@ def validate(
         except TaskSpecError as exc:
             failed = True
             for problem in exc.problems:
-                err_console.print(
-                    f"[bold red]error:[/] {escape(problem.render())}", soft_wrap=True
-                )
+                print_problem("error", problem.render())
             continue
         for warning in task_file.warnings:
-            err_console.print(f"[yellow]warning:[/] {escape(warning.render())}", soft_wrap=True)
+            print_problem("warning", warning.render())
         if fmt == "json":
             loaded.append({
                 "path": str(path),
@@ -52,7 +48,7 @@ def validate(
         else:
             count = len(task_file.tasks)
             plural = "s" if count != 1 else ""
-            console.print(f"{escape(str(path))}: valid ({count} task{plural})", soft_wrap=True)
+            print_line(f"{path}: valid ({count} task{plural})")
     if fmt == "json":
         typer.echo(json.dumps(loaded, indent=2, sort_keys=True))
     if failed:

@@ -17,7 +17,8 @@ class Blocked(BaseModel):
     blocks the cloud; ``"aws/us-east-1/use1-az1"`` one zone.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built on first use: a plan without failover never validates one.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     cloud: str | None = None
     region: str | None = None

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: a model's validator is built on first use, not at import (start-up time).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class InfraSpec(_Frozen):

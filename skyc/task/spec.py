@@ -47,7 +47,8 @@ _AZURE_BLOB_RE = re.compile(r"^https://[a-z0-9]+\.blob\.core\.windows\.net/", re
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: a model's validator is built on first use, not at import (start-up time).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def is_bucket_uri(source: str) -> bool:

@@ -22,6 +22,9 @@ def home(tmp_path: Path) -> Path:
 
 
 def skyc(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run skyc; ``plan`` runs without the engine diff (tests/plan_diff/ covers that)."""
+    if args and args[0] == "plan":
+        args = (*args, "--no-diff")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AWS_", "GOOGLE_", "AZURE_", "KUBECONFIG"))}
     env.update(HOME=str(home), SKYC_HOME=str(home / ".skyc"), PYTHONPATH=str(ROOT),
