@@ -32,6 +32,11 @@ class Catalog:
         """Every cloud with offers (priced or fixed), sorted."""
         return sorted(set(self._loaders) | {o.cloud for o in self._fixed})
 
+    @property
+    def priced_clouds(self) -> list[str]:
+        """The clouds that come from a price catalog (not this machine or SSH pools)."""
+        return sorted(self._loaders)
+
     def table(self, cloud: str) -> CloudTable | None:
         if cloud not in self._tables:
             loader = self._loaders.get(cloud)

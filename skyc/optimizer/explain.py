@@ -113,5 +113,10 @@ def infeasible(task_name: str, cands: Sequence[ResourceCandidate], num_nodes: in
     for c in cands:
         lines.append(f"  candidate {c.index} ({describe(c, num_nodes)}): "
                      f"{reason(c, num_nodes, catalog, blocked, infra)}")
-    return InfeasibleError("\n".join(lines),
-                           hint="relax the resources, pick another infra, or unblock placements")
+    hint = "relax the resources, pick another infra, or unblock placements"
+    if not catalog.priced_clouds:
+        hint = ("only infra without a price catalog is enabled "
+                f"({', '.join(catalog.clouds) or 'none'}): name a cloud with --infra aws|gcp|azure "
+                "(planning needs no credentials), or list clouds under `infra:` in "
+                "$SKYC_HOME/config.yaml; `skyc check` shows what is enabled and why")
+    return InfeasibleError("\n".join(lines), hint=hint)

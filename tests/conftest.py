@@ -1,0 +1,14 @@
+"""Suite-wide isolation: no test reads or writes the user's ~/.skyc, and terraform
+never goes to a registry for providers when this machine has a local mirror."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_MIRROR = Path("/opt/tf-plugins")
+
+os.environ.setdefault("SKYC_HOME", tempfile.mkdtemp(prefix="skyc-test-home-"))
+if _MIRROR.is_dir():
+    os.environ.setdefault("SKYC_TF_PLUGIN_DIR", str(_MIRROR))
