@@ -262,7 +262,14 @@ def _type_ok(t: InstanceEntry, q: OfferQuery) -> bool:
     return quantity_ok(t.vcpus, q.cpus) and quantity_ok(t.memory, q.memory_gib)
 
 
+# Zones a cloud account must opt in to first (AWS Local Zones, e.g. ``use1-atl2-az1``,
+# ``usw2-lax1-az1``): offered only when a task pins that zone, never picked by default.
+_OPT_IN_ZONE = re.compile(r"^[a-z]+[0-9]+-[a-z]+[0-9]+[a-z]?-az[0-9]+$")
+
+
 def _place_ok(row: Row, q: OfferQuery) -> bool:
     if q.region is not None and row[0] != q.region:
         return False
-    return q.zone is None or row[1] == q.zone
+    if q.zone is None:
+        return row[1] is None or not _OPT_IN_ZONE.match(row[1])
+    return row[1] == q.zone

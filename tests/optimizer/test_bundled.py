@@ -35,15 +35,27 @@ def test_h100x8_aws_pinned_region() -> None:
 def test_t4_spot() -> None:
     plan = _plan([{"accelerator": {"name": "t4", "count": 1}, "use_spot": True}])
     p = plan.tasks[0].placement
-    assert (p.cloud, p.zone, p.instance_type, p.use_spot) == (
-        "aws", "usw2-lax1-az1", "g4dn.xlarge", True)
-    assert p.hourly_cost == pytest.approx(0.0631)
+    # The cheapest T4 spot in the catalog is in an AWS Local Zone (usw2-lax1-az1,
+    # $0.0631), which an account must opt in to: it is not picked unless pinned.
+    assert (p.cloud, p.region, p.instance_type, p.use_spot) == (
+        "azure", "australiacentral2", "Standard_NC4as_T4_v3", True)
+    assert p.hourly_cost == pytest.approx(0.0684)
     alts = plan.tasks[0].alternatives
     assert len(alts) >= 5
-    assert {a.cloud for a in alts} == {"aws", "azure", "gcp"}   # the best of every cloud
+    assert {a.cloud for a in alts} | {p.cloud} == {"aws", "azure", "gcp"}  # every cloud
     costs = [a.hourly_cost for a in alts]
     assert costs == sorted(costs) and p.hourly_cost <= costs[0]
     assert len({(a.cloud, a.region) for a in alts}) == len(alts)   # best per region
+
+
+def test_an_opt_in_local_zone_is_used_only_when_pinned() -> None:
+    where = {"cloud": "aws", "region": "us-west-2", "zone": "usw2-lax1-az1"}
+    plan = _plan([{"accelerator": {"name": "t4", "count": 1}, "use_spot": True, "infra": where}])
+    p = plan.tasks[0].placement
+    assert (p.zone, p.instance_type, p.hourly_cost) == ("usw2-lax1-az1", "g4dn.xlarge", 0.0631)
+    every = _plan([{"accelerator": {"name": "t4", "count": 1}, "infra": {"cloud": "aws"}}])
+    zones = [a.zone for a in [every.tasks[0].placement, *every.tasks[0].alternatives]]
+    assert not any(z and z.count("-") > 1 for z in zones)
 
 
 def test_failover_moves_to_next_best() -> None:
