@@ -117,7 +117,7 @@ def provision_with_failover(
         try:
             value = provision(placement)
         except ProvisionError as exc:
-            cleanup(placement)
+            _cleanup_or_explain(cleanup, placement, exc)
             attempt = Attempt(placement, exc.code, exc.message, clock() - t0)
             attempts.append(attempt)
             if not exc.retryable:
@@ -153,6 +153,21 @@ def provision_with_failover(
         if on_attempt:
             on_attempt(attempt, None)
         return FailoverResult(value, placement, attempts)
+
+
+def _cleanup_or_explain(
+    cleanup: Callable[[Placement], None], placement: Placement, error: ProvisionError
+) -> None:
+    """Destroy the failed attempt; if that fails too, say both and how to clean up."""
+    try:
+        cleanup(placement)
+    except SkycError as exc:
+        raise SkycError(
+            f"provisioning on {describe_attempt(placement)} failed ({error.code}: "
+            f"{error.message}), and destroying what it created failed too: {exc.message}",
+            hint=exc.hint or "the engine's state still lists those resources: run "
+            "`skyc destroy <cluster>` to remove them (or `skyc apply` again to retry)",
+        ) from exc
 
 
 def _next_or_none(

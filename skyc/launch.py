@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from skyc.config import SkycConfig, load_config
-from skyc.errors import SkycError, UnsupportedFeature
+from skyc.errors import ProvisionError, ProvisionFailure, SkycError, UnsupportedFeature
 from skyc.failover import Attempt, BlockedScope, FailoverPolicy, provision_with_failover
 from skyc.optimizer.plan import Placement, Plan
 
@@ -55,6 +55,12 @@ class SilentReporter:
 
     def log_line(self, node: str, line: str) -> None:
         self.lines.append((node, line))
+
+
+class Interrupted(SkycError):
+    """Provisioning was interrupted (Ctrl-C); the hint says how to resume or clean up."""
+
+    exit_code = 130
 
 
 @dataclass
@@ -136,7 +142,16 @@ def launch(
         name, timeout=opts.lock_timeout,
         on_wait=lambda msg: reporter.stage("waiting for lock", msg),
     ):
-        info, placement, attempts = _provision(task, name, opts, config, db, reporter)
+        try:
+            info, placement, attempts = _provision(task, name, opts, config, db, reporter)
+        except KeyboardInterrupt:
+            # The cluster keeps its status (INIT): what exists is in the engine's state.
+            db.add_event(name, "interrupted", "provisioning interrupted (Ctrl-C)")
+            raise Interrupted(
+                f"provisioning of cluster {name} was interrupted",
+                hint=f"run `skyc apply` again to resume (the engine's state is kept), "
+                f"or `skyc destroy {name}` to remove what was created",
+            ) from None
         try:
             exit_code, job_id, failure = _run(task, info, opts, db, reporter)
         finally:
@@ -154,6 +169,7 @@ def _provision(
     db: StateDB,
     reporter: LaunchReporter,
 ) -> tuple[ClusterInfo, Placement, list[Attempt]]:
+    from skyc.infra import missing_credentials
     from skyc.provision import destroy_attempt, provision
 
     record = db.get_cluster(name)
@@ -172,8 +188,18 @@ def _provision(
     if opts.confirm is not None:
         _confirm_changes(name, plan.tasks[0].placement, candidates, config, opts.confirm)
 
+    engine_ran: list[Placement] = []
+
     def do_provision(p: Placement) -> ClusterInfo:
+        missing = missing_credentials(p.cloud)
+        if missing:
+            raise ProvisionError(
+                missing,
+                ProvisionFailure(code="NoCredentials", scope="cloud", retryable=True,
+                                 cloud=p.cloud),
+            )
         reporter.stage("provision", p.infra)
+        engine_ran.append(p)
         db.upsert_cluster_from_placement(name, p, status="INIT")
         return provision(
             name, p, candidates[p.candidate_index], config=config,
@@ -181,8 +207,15 @@ def _provision(
         )
 
     def cleanup(p: Placement) -> None:
+        if not engine_ran or engine_ran[-1] is not p:
+            return  # refused before the engine ran (no credentials): nothing was created
         reporter.stage("cleanup", f"destroying what the attempt on {p.infra} created")
-        destroy_attempt(name, progress=reporter.engine_event)
+        try:
+            destroy_attempt(name, progress=reporter.engine_event)
+        except SkycError as exc:
+            exc.hint = (f"the engine's state still lists what the attempt created: run "
+                        f"`skyc destroy {name}` to remove it, or `skyc apply` to retry")
+            raise
 
     def on_attempt(a: Attempt, nxt: Placement | None) -> None:
         db.add_event(name, "attempt", a.message, {"infra": a.placement.infra, "error": a.error})
@@ -194,7 +227,9 @@ def _provision(
             next_placement=next_placement, policy=opts.failover, on_attempt=on_attempt,
         )
     except SkycError:
-        db.set_cluster_status(name, "FAILED")
+        # An attempt refused before provisioning (no credentials) recorded nothing.
+        if db.get_cluster(name) is not None:
+            db.set_cluster_status(name, "FAILED")
         raise
     db.mark_cluster_up(name, result.value, result.placement)
     return result.value, result.placement, result.attempts
@@ -233,6 +268,12 @@ def _run(
     )
     failure = None if result.ok else result.describe_failure()
     db.add_event(info.name, "job", f"job {result.job_id}: {result.status}", {"job": result.job_id})
+    status = {"SUCCEEDED": "SUCCEEDED", "RUNNING": "RUNNING"}.get(result.status, "FAILED")
+    record = db.add_job(info.name, task.name, status="RUNNING", log_path=result.log_dir)
+    db.update_job(
+        record, status=status,  # type: ignore[arg-type]
+        exit_codes={n.node: n.exit_code for n in result.nodes if n.exit_code is not None},
+    )
     return result.exit_code, result.job_id, failure
 
 

@@ -31,6 +31,9 @@ from skyc.stacks.engine import (
 PLAN_FILE = "skyc.tfplan"
 DEFAULT_APPLY_TIMEOUT_S = 3600.0
 _KILL_GRACE_S = 30.0
+# How long plan/apply/destroy wait for the state lock, e.g. held by a terraform
+# that outlived an interrupted skyc and is still saving what it created.
+LOCK_TIMEOUT_S = 300
 
 
 def find_binary() -> str:
@@ -147,18 +150,19 @@ class TerraformEngine:
         cmd = [self.binary, *args]
         diagnostics: list[dict[str, Any]] = []
         lines: list[str] = []
-        with log_path.open("w") as log:
-            log.write("$ " + " ".join(cmd) + "\n")
-            log.flush()
+        log_path.write_text("$ " + " ".join(cmd) + "\n")
+        # terraform writes to the log file, not to a pipe: if skyc dies, a pipe
+        # would kill terraform (SIGPIPE) mid-apply, losing what it was creating.
+        with log_path.open("a") as out, log_path.open() as log:
+            log.readline()
             try:
                 proc = subprocess.Popen(
                     cmd,
                     cwd=self.workspace,
                     env=self._env,
-                    stdout=subprocess.PIPE,
+                    stdout=out,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
-                    text=True,
                     start_new_session=True,
                 )
             except OSError as exc:
@@ -177,13 +181,10 @@ class TerraformEngine:
             timer.daemon = True
             timer.start()
             try:
-                assert proc.stdout is not None
-                for line in proc.stdout:
-                    log.write(line)
-                    lines.append(line.rstrip("\n"))
-                    if json_lines:
-                        self._handle_json(line, diagnostics, on_line)
-                rc = proc.wait()
+                rc = self._follow(proc, log, lines, diagnostics, on_line, json_lines)
+            except KeyboardInterrupt:
+                stop()  # Ctrl-C: let terraform stop cleanly and save its state
+                raise
             finally:
                 timer.cancel()
         if timed_out.is_set():
@@ -192,6 +193,38 @@ class TerraformEngine:
                 hint=f"see {log_path}; resources created so far are kept in the state",
             )
         return rc, lines, diagnostics
+
+    def _follow(
+        self,
+        proc: subprocess.Popen[bytes],
+        log: Any,
+        lines: list[str],
+        diagnostics: list[dict[str, Any]],
+        on_line: ProgressCallback | None,
+        json_lines: bool,
+    ) -> int:
+        """Read the log file as terraform writes it, until terraform exits."""
+        partial = ""
+        while True:
+            chunk = log.readline()
+            if chunk:
+                partial += chunk
+                if not partial.endswith("\n"):
+                    continue
+                line, partial = partial, ""
+                lines.append(line.rstrip("\n"))
+                if json_lines:
+                    self._handle_json(line, diagnostics, on_line)
+                continue
+            rc = proc.poll()
+            if rc is not None:
+                rest = partial + log.read()
+                for line in rest.splitlines():
+                    lines.append(line)
+                    if json_lines:
+                        self._handle_json(line, diagnostics, on_line)
+                return rc
+            time.sleep(0.02)
 
     def _capture_json(self, op: str, args: list[str]) -> dict[str, Any]:
         """Run a read-only command whose stdout is one JSON document."""
@@ -256,7 +289,8 @@ class TerraformEngine:
             )
 
     def plan(self, *, destroy: bool = False) -> StackDiff:
-        args = ["plan", "-input=false", "-json", "-detailed-exitcode", f"-out={PLAN_FILE}"]
+        args = ["plan", "-input=false", "-json", "-detailed-exitcode", f"-out={PLAN_FILE}",
+                f"-lock-timeout={LOCK_TIMEOUT_S}s"]
         if destroy:
             args.append("-destroy")
         rc, lines, diags = self._run("plan", args, timeout_s=self.apply_timeout_s, json_lines=True)
@@ -272,7 +306,7 @@ class TerraformEngine:
         plan_file = diff.plan_file or str(self.workspace / PLAN_FILE)
         rc, lines, diags = self._run(
             "apply",
-            ["apply", "-input=false", "-json", plan_file],
+            ["apply", "-input=false", "-json", f"-lock-timeout={LOCK_TIMEOUT_S}s", plan_file],
             timeout_s=self.apply_timeout_s,
             on_line=progress,
             json_lines=True,
@@ -288,7 +322,8 @@ class TerraformEngine:
         started = time.monotonic()
         rc, lines, diags = self._run(
             "destroy",
-            ["destroy", "-input=false", "-json", "-auto-approve"],
+            ["destroy", "-input=false", "-json", "-auto-approve",
+             f"-lock-timeout={LOCK_TIMEOUT_S}s"],
             timeout_s=self.apply_timeout_s,
             on_line=progress,
             json_lines=True,

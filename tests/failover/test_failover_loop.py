@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure
+from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
 from skyc.failover import (
     Attempt,
     BlockedScope,
@@ -48,9 +48,10 @@ def _next(blocked: list[BlockedScope]) -> Placement:
 
 
 def _error(code: str, scope: str, retryable: bool = True) -> ProvisionError:
-    return ProvisionError(
-        f"api error {code}", ProvisionFailure(code=code, scope=scope, retryable=retryable, cloud="aws")  # type: ignore[arg-type]
+    failure = ProvisionFailure(
+        code=code, scope=scope, retryable=retryable, cloud="aws"  # type: ignore[arg-type]
     )
+    return ProvisionError(f"api error {code}", failure)
 
 
 def test_zone_capacity_error_moves_to_next_zone_and_cleans_up() -> None:
@@ -152,3 +153,22 @@ def test_retry_until_up_cycles_with_backoff() -> None:
     assert result.value == "ok"
     assert sleeps == [2.0]
     assert result.placement.zone == "use1-az2"
+
+
+def test_a_failing_cleanup_reports_both_errors() -> None:
+    from skyc.errors import EngineError
+
+    def provision(p: Placement) -> str:
+        raise _error("InsufficientInstanceCapacity", "zone")
+
+    def cleanup(p: Placement) -> None:
+        raise EngineError("terraform destroy failed: DependencyViolation", hint="see log")
+
+    with pytest.raises(SkycError) as caught:
+        provision_with_failover(
+            _next([]), provision=provision, cleanup=cleanup, next_placement=_next
+        )
+    text = str(caught.value)
+    assert "InsufficientInstanceCapacity" in text and "DependencyViolation" in text
+    assert caught.value.hint == "see log"
+    assert isinstance(caught.value.__cause__, EngineError)
