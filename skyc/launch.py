@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,7 +20,7 @@ from skyc.optimizer.plan import Placement, Plan
 
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
-    from skyc.state import StateDB
+    from skyc.state import ClusterRecord, StateDB
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
 
@@ -100,6 +100,19 @@ def cluster_name_for(task: Task, explicit: str | None) -> str:
     return name
 
 
+def cluster_home(record: ClusterRecord | None) -> str | None:
+    """Where a cluster that has been up stays: ``cloud/region/zone``; None otherwise.
+
+    Its disks and IPs live there, and moving it to another zone would replace every
+    node, so ``apply`` keeps it in place (unless ``--any-region``), never destroys its
+    resources because an update failed, and does not fail over elsewhere.
+    """
+    if record is None or record.launched_at is None:
+        return None
+    parts = [record.cloud] + [p for p in (record.region, record.zone) if p and p != record.cloud]
+    return "/".join(parts)
+
+
 def make_plan(
     tasks: Sequence[Task],
     opts: LaunchOptions,
@@ -172,11 +185,12 @@ def _provision(
     from skyc.infra import missing_credentials
     from skyc.provision import destroy_attempt, provision
 
-    record = db.get_cluster(name)
+    home = None if opts.anywhere else cluster_home(db.get_cluster(name))
+    keep_in_place = home is not None
     pinned = opts
-    if record is not None and record.region and not opts.anywhere:
-        # A cluster that has been up keeps its region: its disks and IPs live there.
-        pinned = LaunchOptions(**{**opts.__dict__, "infra": f"{record.cloud}/{record.region}"})
+    if home is not None:
+        policy = replace(opts.failover, max_attempts=1, retry_until_up=False)
+        pinned = replace(opts, infra=home, failover=policy)
 
     def next_placement(blocked: list[BlockedScope]) -> Placement:
         return make_plan([task], pinned, blocked=blocked, config=config).tasks[0].placement
@@ -209,6 +223,9 @@ def _provision(
     def cleanup(p: Placement) -> None:
         if not engine_ran or engine_ran[-1] is not p:
             return  # refused before the engine ran (no credentials): nothing was created
+        if keep_in_place:
+            reporter.stage("kept", f"cluster {name} keeps its resources on {p.infra}")
+            return
         reporter.stage("cleanup", f"destroying what the attempt on {p.infra} created")
         try:
             destroy_attempt(name, progress=reporter.engine_event)
@@ -224,7 +241,7 @@ def _provision(
     try:
         result = provision_with_failover(
             plan.tasks[0].placement, provision=do_provision, cleanup=cleanup,
-            next_placement=next_placement, policy=opts.failover, on_attempt=on_attempt,
+            next_placement=next_placement, policy=pinned.failover, on_attempt=on_attempt,
         )
     except SkycError:
         # An attempt refused before provisioning (no credentials) recorded nothing.

@@ -106,22 +106,19 @@ def _diff_placement(
     task: Task, placement: Placement, cluster: str, catalog: Path | None, target: str,
     config: SkycConfig,
 ) -> tuple[Placement, str | None]:
-    """The placement ``skyc apply`` would use: a cluster that is up keeps its region."""
+    """The placement ``skyc apply`` would use: a cluster that has been up stays in place."""
     from skyc.config import skyc_home
 
     db_path = skyc_home() / "state.db"
     if not db_path.exists():
         return placement, None
-    from skyc.launch import LaunchOptions, make_plan
+    from skyc.launch import LaunchOptions, cluster_home, make_plan
     from skyc.state import StateDB
 
     with StateDB(db_path) as db:
-        record = db.get_cluster(cluster)
-    if record is None or not record.region:
+        home = cluster_home(db.get_cluster(cluster))
+    if home is None or home == placement.infra:
         return placement, None
-    if (record.cloud, record.region) == (placement.cloud, placement.region):
-        return placement, None
-    home = f"{record.cloud}/{record.region}"
     opts = LaunchOptions(infra=home, catalog_dir=catalog, target=target)
     pinned = make_plan([task], opts, config=config).tasks[0].placement
     return pinned, (f"cluster {cluster} lives in {home}: the diff is for {pinned.infra} "

@@ -41,9 +41,9 @@ class ConsoleReporter:
             what = " ".join(x for x in (p.instance_type, acc and f"[{acc}]") if x)
             nodes = f" x{p.num_nodes}" if p.num_nodes > 1 else ""
             spot = " spot" if p.use_spot else ""
+            shape = " ".join(x for x in (p.infra, what) if x)
             err_console.print(
-                f"    {escape(tp.name)}: {escape(p.infra)} {escape(what)}{nodes}{spot} "
-                f"at ${p.hourly_cost:.4f}/hr"
+                f"    {escape(tp.name)}: {escape(shape)}{nodes}{spot} at ${p.hourly_cost:.4f}/hr"
             )
 
     def attempt(self, attempt: Attempt, next_placement: Placement | None) -> None:

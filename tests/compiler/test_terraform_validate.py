@@ -15,7 +15,7 @@ from skyc.stacks.terraform import find_binary
 from tests.compiler.golden import case_id, cases
 from tests.support.terraform import plugin_dir, requires_aws_provider, requires_terraform
 
-pytestmark = [pytest.mark.slow, requires_terraform, requires_aws_provider]
+pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider]
 
 
 def _tf(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:

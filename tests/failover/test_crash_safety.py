@@ -17,7 +17,7 @@ from tests.support.fault_proxy import FaultProxy
 from tests.support.moto_server import MotoServer, start_moto
 from tests.support.terraform import requires_aws_provider, requires_terraform
 
-pytestmark = [pytest.mark.slow, requires_terraform, requires_aws_provider,
+pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider,
               pytest.mark.timeout(900)]
 
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,11 +12,7 @@ from tests.support.fault_proxy import FaultProxy, FaultRule, MotoServer
 from tests.support.record_fault_fixtures import (
     CODES,
     FIXTURE_DIR,
-    diagnostic_lines,
     moto_ami,
-    stack,
-    terraform_apply_json,
-    terraform_init,
 )
 
 
@@ -207,29 +201,3 @@ def test_recorded_fixture_shape(code: str) -> None:
         assert diag["address"] == "aws_instance.node"
         assert f"api error {code}: " in diag["summary"]
         assert "RunInstances" in diag["summary"]
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH")
-def test_terraform_apply_through_the_proxy(moto: MotoServer, tmp_path: Path) -> None:
-    ami = moto_ami(moto.url)
-    with FaultProxy(moto.url, [FaultRule(zone="us-east-1a")]) as proxy:
-        config = tmp_path / "main.tf.json"
-        config.write_text(json.dumps(stack(proxy.url, moto.url, ami, spot=False,
-                                           zone="us-east-1a"), sort_keys=True))
-        terraform_init(tmp_path)
-        rc, lines = terraform_apply_json(tmp_path, timeout=240)
-        assert rc != 0
-        (diag,) = [json.loads(line) for line in diagnostic_lines(lines)]
-        assert "api error InsufficientInstanceCapacity" in diag["diagnostic"]["summary"]
-        assert diag["diagnostic"]["address"] == "aws_instance.node"
-        assert proxy.hits and proxy.hits[0].request.zone == "us-east-1a"
-
-        # the same stack re-targeted to another zone goes through to moto
-        config.write_text(json.dumps(stack(proxy.url, moto.url, ami, spot=False,
-                                           zone="us-east-1b"), sort_keys=True))
-        rc, lines = terraform_apply_json(tmp_path, timeout=240)
-        assert rc == 0, "\n".join(diagnostic_lines(lines))
-    state = json.loads((tmp_path / "terraform.tfstate").read_text())
-    (instance,) = state["resources"]
-    assert instance["instances"][0]["attributes"]["availability_zone"] == "us-east-1b"

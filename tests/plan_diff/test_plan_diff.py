@@ -155,11 +155,11 @@ def test_cluster_option_needs_a_single_task(tmp_path: Path, home: Path) -> None:
     assert "--cluster names one cluster" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_an_existing_cluster_is_diffed_in_its_region(
+def test_an_existing_cluster_is_diffed_where_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The diff is for the placement `skyc apply` would use: a cluster that is up
-    keeps its region even when the cheapest offer is now elsewhere."""
+    stays in its region and zone even when the cheapest offer is now elsewhere."""
     from skyc.cli.cmd_plan import _diff_placement
     from skyc.config import SkycConfig
     from skyc.infra import catalog_for
@@ -183,10 +183,12 @@ def test_an_existing_cluster_is_diffed_in_its_region(
 
     (tmp_path / "home").mkdir()
     with StateDB() as db:
-        db.upsert_cluster_from_placement("train", other, status="UP")
+        record = db.upsert_cluster_from_placement("train", other, status="UP")
+        db.upsert_cluster(record.model_copy(update={"launched_at": 1.0}))  # it has been up
     placement, note = _diff_placement(task, best.placement, "train", SMALL_CATALOG,
                                       "cost", config)
-    assert (placement.cloud, placement.region) == (other.cloud, other.region)
+    assert (placement.cloud, placement.region, placement.zone) == (
+        other.cloud, other.region, other.zone)
     assert note is not None and f"lives in aws/{other.region}" in note
     # Another cluster name has no record: unaffected.
     assert _diff_placement(task, best.placement, "fresh", SMALL_CATALOG, "cost",

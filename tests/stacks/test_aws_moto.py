@@ -11,14 +11,14 @@ import pytest
 from skyc.config import SkycConfig
 from skyc.errors import ProvisionError
 from skyc.optimizer.plan import Placement
-from skyc.provision import destroy_attempt, plan_changes, provision, teardown
+from skyc.provision import plan_changes, provision, teardown
 from skyc.task.candidate import ResourceCandidate
 from tests.support.moto_server import CREDENTIALS, MotoServer, moto_server
 from tests.support.terraform import requires_aws_provider, requires_terraform, skyc_home
 
 __all__ = ["moto_server", "skyc_home"]
 
-pytestmark = [pytest.mark.slow, requires_terraform, requires_aws_provider]
+pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider]
 
 
 @pytest.fixture
@@ -93,34 +93,3 @@ def test_invalid_zone_is_a_non_retryable_provision_error(aws_env: SkycConfig) ->
     assert error.retryable is False and error.scope == "cloud"
     assert error.failure.resource == "aws_subnet.main"
     assert error.failure.zone == "use1-az99"
-
-
-def test_capacity_error_is_classified_and_nothing_is_destroyed(
-    aws_env: SkycConfig, moto_server: MotoServer
-) -> None:
-    # EC2's InsufficientInstanceCapacity answer, injected in front of moto by the
-    # fault proxy (moto itself never runs out of capacity).
-    fault_proxy = pytest.importorskip("tests.support.fault_proxy")
-    # Matched by region and type: the provider sends an empty Placement.AvailabilityZone
-    # next to the subnet, which the proxy does not resolve to the subnet's zone.
-    rule = fault_proxy.FaultRule(code="InsufficientInstanceCapacity", region="us-east-1",
-                                 instance_type="t3.micro")
-    with fault_proxy.FaultProxy(moto_server.url, [rule]) as proxy:
-        config = SkycConfig.model_validate({"aws": {"endpoint_url": proxy.url}})
-        placement = Placement(cloud="aws", region="us-east-1", zone="use1-az1",
-                              instance_type="t3.micro", hourly_cost=0.01)
-        with pytest.raises(ProvisionError) as caught:
-            provision("full", placement, CANDIDATE, config=config)
-        error = caught.value
-        assert (error.code, error.scope, error.retryable) == (
-            "InsufficientInstanceCapacity", "zone", True)
-        assert (error.failure.region, error.failure.zone) == ("us-east-1", "use1-az1")
-        assert error.failure.resource == "aws_instance.node[0]"
-        assert proxy.hits
-
-        ec2 = moto_server.client("ec2")
-        tagged = [{"Name": "tag:skyc-cluster", "Values": ["full"]}]
-        assert len(ec2.describe_vpcs(Filters=tagged)["Vpcs"]) == 1  # kept for failover
-
-        destroy_attempt("full")
-        assert ec2.describe_vpcs(Filters=tagged)["Vpcs"] == []
