@@ -11,35 +11,20 @@ wrapper set as $SKYC_TERRAFORM), Python start-up (`skyc --help`), and the rest
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-WRAPPER = """#!/bin/sh
-start=$(date +%s.%N)
-"{terraform}" "$@"
-rc=$?
-end=$(date +%s.%N)
-echo "$start $end $1" >> "$SKYC_BENCH_TF_LOG"
-exit $rc
-"""
-
-
-def _timed(cmd: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
-    took = time.perf_counter() - started
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return took
+from _timing import (
+    bench_env,
+    find_terraform,
+    run_once,
+    skyc_command,
+    terraform_spans,
+    terraform_wrapper,
+)
 
 
 def main() -> int:
@@ -48,29 +33,24 @@ def main() -> int:
     parser.add_argument("--target", type=float, default=3.0)
     parser.add_argument("--task", default="examples/hello.yaml")
     args = parser.parse_args()
-    terraform = os.environ.get("SKYC_TERRAFORM") or shutil.which("terraform") or shutil.which(
-        "tofu")
-    skyc = shutil.which("skyc")
-    if not terraform or not skyc:
-        print("terraform/tofu or the skyc command not found", file=sys.stderr)
+    terraform = find_terraform()
+    if not terraform:
+        print("terraform/tofu not found", file=sys.stderr)
         return 2
     totals: list[float] = []
     per_op: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
-        wrapper = Path(tmp) / "terraform"
-        wrapper.write_text(WRAPPER.format(terraform=terraform))
-        wrapper.chmod(0o755)
-        base = {**os.environ, "SKYC_TERRAFORM": str(wrapper)}
-        startup = [_timed([skyc, "--help"], base) for _ in range(3)]
+        base = bench_env(SKYC_TERRAFORM=str(terraform_wrapper(Path(tmp), terraform)))
+        startup = [run_once(skyc_command("--help"), base)[0] for _ in range(3)]
         for i in range(args.runs):
             log = Path(tmp) / f"tf-{i}.log"
             env = {**base, "SKYC_HOME": str(Path(tmp) / f"home-{i}"),
                    "SKYC_BENCH_TF_LOG": str(log)}
-            totals.append(_timed([skyc, "apply", args.task, "--yes", "--down"], env))
+            apply = skyc_command("apply", args.task, "--yes", "--down")
+            totals.append(run_once(apply, env)[0])
             ops: dict[str, float] = defaultdict(float)
-            for line in log.read_text().splitlines():
-                start, end, op = line.split()
-                ops[op] += float(end) - float(start)
+            for op, took in terraform_spans(log):
+                ops[op] += took
             for op, took in ops.items():
                 per_op[op].append(took)
     median = statistics.median(totals)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -19,17 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _timing import ROOT, skyc_command
+
+sys.path.insert(0, str(ROOT))
 
 from skyc.nodes import ClusterInfo, Node
 
 MARKER = "first-line"
-
-
-def command() -> list[str]:
-    beside = Path(sys.executable).parent / "skyc"
-    exe = str(beside) if beside.exists() else shutil.which("skyc")
-    return [exe] if exe else [sys.executable, "-m", "skyc"]
 
 
 def setup(root: Path) -> Path:
@@ -53,7 +48,7 @@ def setup(root: Path) -> Path:
 def first_line_seconds(task: Path, home: Path) -> float:
     env = {**os.environ, "SKYC_HOME": str(home)}
     start = time.perf_counter()
-    proc = subprocess.Popen([*command(), "exec", "bench", str(task)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen(skyc_command("exec", "bench", str(task)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     elapsed = None

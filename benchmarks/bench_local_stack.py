@@ -9,22 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _timing import ROOT, find_terraform, terraform_spans, terraform_wrapper
 
-WRAPPER = """#!/bin/sh
-start=$(date +%s.%N)
-"{terraform}" "$@"
-rc=$?
-end=$(date +%s.%N)
-echo "$start $end $1" >> "{log}"
-exit $rc
-"""
+sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
@@ -32,17 +24,15 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--budget", type=float, default=1.0)
     args = parser.parse_args()
-    terraform = os.environ.get("SKYC_TERRAFORM") or shutil.which("terraform") or shutil.which(
-        "tofu")
+    terraform = find_terraform()
     if not terraform:
         print("terraform/tofu not found", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "terraform-times.log"
-        wrapper = Path(tmp) / "terraform"
-        wrapper.write_text(WRAPPER.format(terraform=terraform, log=log))
-        wrapper.chmod(0o755)
-        os.environ.update(SKYC_HOME=str(Path(tmp) / "home"), SKYC_TERRAFORM=str(wrapper))
+        wrapper = terraform_wrapper(Path(tmp), terraform)
+        os.environ.update(SKYC_HOME=str(Path(tmp) / "home"), SKYC_TERRAFORM=str(wrapper),
+                          SKYC_BENCH_TF_LOG=str(log))
 
         from skyc.config import SkycConfig
         from skyc.optimizer.plan import Placement
@@ -56,8 +46,8 @@ def main() -> int:
         provision("bench", placement, candidate, config=SkycConfig())  # no changes
         teardown("bench")
         total = time.perf_counter() - started
-        spans = [line.split() for line in log.read_text().splitlines()]
-        in_terraform = sum(float(end) - float(start) for start, end, _ in spans)
+        spans = terraform_spans(log)
+        in_terraform = sum(took for _, took in spans)
     overhead = total - in_terraform
     print(f"local stack, {args.nodes} nodes, {len(spans)} terraform runs: total "
           f"{total:.2f} s, terraform {in_terraform:.2f} s, skyc overhead {overhead:.2f} s "

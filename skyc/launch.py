@@ -100,6 +100,18 @@ def cluster_name_for(task: Task, explicit: str | None) -> str:
     return name
 
 
+def cluster_names_for(tasks: Sequence[Task], explicit: str | None = None) -> list[str]:
+    """The cluster of each task, by :func:`cluster_name_for`; a repeated name gets its
+    position as a suffix."""
+    names: list[str] = []
+    for task in tasks:
+        name = cluster_name_for(task, explicit)
+        if name in names:
+            name = f"{name}-{len(names)}"
+        names.append(name)
+    return names
+
+
 def cluster_home(record: ClusterRecord | None) -> str | None:
     """Where a cluster that has been up stays: ``cloud/region/zone``; None otherwise.
 

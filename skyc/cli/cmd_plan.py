@@ -1,4 +1,7 @@
-"""``skyc plan``, ``skyc show-gpus``, ``skyc check`` and ``skyc catalog update``."""
+"""``skyc plan``, ``skyc show-gpus``, ``skyc check`` and ``skyc catalog update``.
+
+The plan's per-cluster stack diffs are in :mod:`skyc.cli.plan_stacks`.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +12,12 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from skyc.cli.output import console
+from skyc.cli.plan_stacks import plan_stacks, print_stacks
 
 if TYPE_CHECKING:
-    from skyc.config import SkycConfig
-    from skyc.errors import SkycError
     from skyc.optimizer.plan import Placement, Plan
-    from skyc.stacks.engine import StackDiff
-    from skyc.task import Task
+
+# Its name before the stack diff moved out; still imported from here.
 
 _OPTIMIZE_HELP = (
     "cost: cheapest hourly price x num_nodes (spot price when use_spot). "
@@ -30,16 +32,11 @@ _DIFF_HELP = (
     "--no-diff: placement only."
 )
 
-# A ResourceChange's action as terraform's `actions` list. A replacement is reported
-# in terraform's default order (delete, then create); the engine's diff does not say
-# whether a resource is created before the old one is destroyed.
-_ACTIONS: dict[str, list[str]] = {"replace": ["delete", "create"]}
-
-
 def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The JSON document of ``skyc plan --format json``.
 
-    ``stacks`` (one entry per cluster, from :func:`stack_entry`) is added when given.
+    ``stacks`` (one entry per cluster, from
+    :func:`skyc.cli.plan_stacks.stack_entry`) is added when given.
     """
     doc = plan.model_dump(mode="json")
     doc["tasks"] = [
@@ -50,127 +47,6 @@ def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None) -> dic
     if stacks is not None:
         doc["stacks"] = stacks
     return doc
-
-
-def stack_entry(
-    cluster: str, task: str, engine: str, diff: StackDiff | None, note: str | None = None
-) -> dict[str, Any]:
-    """One stack of ``--format json``'s ``stacks`` list.
-
-    ``resource_changes`` lists every resource of the stack as terraform does (``actions``
-    ``["no-op"]`` for one that stays as it is); ``summary`` counts them per action;
-    ``status`` is ``ok`` (the diff was computed) or ``unavailable`` (``note`` says why).
-    """
-    changes = [] if diff is None else [
-        {"address": c.address, "type": c.type, "actions": _ACTIONS.get(c.action, [c.action])}
-        for c in diff.changes
-    ]
-    return {
-        "cluster": cluster,
-        "task": task,
-        "engine": engine,
-        "status": "ok" if diff is not None else "unavailable",
-        "has_changes": None if diff is None else diff.has_changes,
-        "summary": {} if diff is None else diff.summary(),
-        "resource_changes": changes,
-        "note": note,
-    }
-
-
-def cluster_names(tasks: list[Task], explicit: str | None) -> list[str]:
-    """The cluster of each task: ``-c NAME`` for a one-task file, else the task's name
-    (a repeated name gets its position as a suffix, as ``skyc compile`` does)."""
-    from skyc.launch import cluster_name_for
-
-    names: list[str] = []
-    for task in tasks:
-        name = cluster_name_for(task, explicit)
-        if name in names:
-            name = f"{name}-{len(names)}"
-        names.append(name)
-    return names
-
-
-def _engine() -> tuple[str, str | None]:
-    """The engine's name, and why it cannot run (None when it can)."""
-    from skyc.errors import EngineError
-    from skyc.stacks.terraform import find_binary
-
-    try:
-        return Path(find_binary()).name, None
-    except EngineError as exc:
-        return "terraform", f"{exc} ({exc.hint})" if exc.hint else str(exc)
-
-
-def _diff_placement(
-    task: Task, placement: Placement, cluster: str, catalog: Path | None, target: str,
-    config: SkycConfig,
-) -> tuple[Placement, str | None]:
-    """The placement ``skyc apply`` would use: a cluster that has been up stays in place."""
-    from skyc.config import skyc_home
-
-    db_path = skyc_home() / "state.db"
-    if not db_path.exists():
-        return placement, None
-    from skyc.launch import LaunchOptions, cluster_home, make_plan
-    from skyc.state import StateDB
-
-    with StateDB(db_path) as db:
-        home = cluster_home(db.get_cluster(cluster))
-    if home is None or home == placement.infra:
-        return placement, None
-    opts = LaunchOptions(infra=home, catalog_dir=catalog, target=target)
-    pinned = make_plan([task], opts, config=config).tasks[0].placement
-    return pinned, (f"cluster {cluster} lives in {home}: the diff is for {pinned.infra} "
-                    f"{pinned.instance_type or ''}, where `skyc apply` keeps it "
-                    "(`skyc apply --any-region` moves it)").replace("  ", " ")
-
-
-def _reason(exc: SkycError) -> str:
-    """One line for a failed diff: the error's first line, the engine's first
-    ``Error:`` line, and what to do (provider installs get a named fix)."""
-    lines = [line.strip("│╷╵ ").strip() for line in str(exc).splitlines()]
-    text = lines[0].rstrip(":")
-    detail = next((line for line in lines[1:] if line.startswith("Error:")), None)
-    if detail:
-        text += f": {detail}"
-    if detail and "provider" in detail.lower():
-        text += ("; the engine could not install the stack's providers: allow access to "
-                 "their registry, or set SKYC_TF_PLUGIN_DIR to a local provider mirror")
-    return f"{text} ({exc.hint})" if exc.hint else text
-
-
-def plan_stacks(
-    tasks: list[Task], plan: Plan, names: list[str], *, catalog: Path | None, target: str,
-    config: SkycConfig,
-) -> list[dict[str, Any]]:
-    """Each cluster's engine diff; a stack whose diff cannot be computed gets a note."""
-    from skyc.errors import SkycError
-    from skyc.locks import cluster_lock
-    from skyc.provision import plan_changes
-
-    engine, missing = _engine()
-    stacks = []
-    for task, task_plan, cluster in zip(tasks, plan.tasks, names, strict=True):
-        if missing is not None:
-            # Nothing is written into the workspace when there is no engine to run.
-            stacks.append(stack_entry(cluster, task_plan.name, engine, None,
-                                      f"no diff for stack {cluster}: {missing}"))
-            continue
-        note = None
-        try:
-            placement, note = _diff_placement(task, task_plan.placement, cluster, catalog,
-                                              target, config)
-            candidate = task.candidates()[placement.candidate_index]
-            with cluster_lock(cluster, timeout=0):
-                diff = plan_changes(cluster, placement, candidate, config=config)
-        except SkycError as exc:
-            reason = _reason(exc)
-            stacks.append(stack_entry(cluster, task_plan.name, engine, None,
-                                      f"no diff for stack {cluster}: {reason}"))
-            continue
-        stacks.append(stack_entry(cluster, task_plan.name, engine, diff, note))
-    return stacks
 
 
 def _print_wide(renderable: Any) -> None:
@@ -215,30 +91,6 @@ def _print_plan(plan: Plan) -> None:
                   f"(optimize {plan.optimize}; {src})", soft_wrap=True)
 
 
-_SIGNS = {"create": "+", "delete": "-", "update": "~", "replace": "-/+", "read": "<="}
-
-
-def _print_stacks(stacks: list[dict[str, Any]]) -> None:
-    from skyc.cli.output import print_line, print_warning
-
-    for st in stacks:
-        if st["status"] != "ok":
-            print_warning(f"{st['note']}; `skyc plan --no-diff` shows the placement only")
-            continue
-        parts = [f"{n} to {a}" for a, n in st["summary"].items() if a not in ("no-op", "read")]
-        if not parts:
-            parts.append("no changes")
-        if st["summary"].get("no-op"):
-            parts.append(f"{st['summary']['no-op']} unchanged")
-        print_line(f"stack {st['cluster']} ({st['engine']}): {', '.join(parts)}")
-        for rc in st["resource_changes"]:
-            action = "replace" if rc["actions"] == ["delete", "create"] else rc["actions"][0]
-            if action != "no-op":
-                print_line(f"  {_SIGNS.get(action, action):>3} {rc['address']}")
-        if st["note"]:
-            print_line(f"  note: {st['note']}")
-
-
 def plan_cmd(
     task_file: Path = typer.Argument(..., help="Task YAML (one task or a pipeline)."),
     infra: str | None = typer.Option(
@@ -271,6 +123,7 @@ def plan_cmd(
     from skyc.config import load_config
     from skyc.errors import ConfigError
     from skyc.infra import catalog_for
+    from skyc.launch import cluster_names_for
     from skyc.optimizer import optimize as run_optimizer
     from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
 
@@ -292,7 +145,7 @@ def plan_cmd(
             f"--cluster names one cluster, but {task_file} holds {len(tasks)} tasks",
             hint="drop --cluster: each task's cluster is named after the task",
         )
-    names = cluster_names(tasks, cluster) if diff else []
+    names = cluster_names_for(tasks, cluster) if diff else []
     config = load_config()
     cat = catalog_for(config, tasks, infra=infra, catalog_dir=catalog)
     parallel = task_set.header is not None and task_set.header.execution == "parallel"
@@ -313,7 +166,7 @@ def plan_cmd(
                     print_warning(f"{st['note']}; `skyc plan --no-diff` skips the diff")
         typer.echo(json.dumps(plan_document(plan, stacks), indent=2, sort_keys=True))
     elif stacks:
-        _print_stacks(stacks)
+        print_stacks(stacks)
 
 
 def show_gpus(

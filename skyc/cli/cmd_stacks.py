@@ -14,7 +14,6 @@ from skyc.cli.output import console
 if TYPE_CHECKING:
     from skyc.optimizer.plan import Plan
     from skyc.stacks import ProgressEvent
-    from skyc.task import Task
 
 _COMPILE_HELP = (
     "Compile a task into its placement plan and infrastructure stacks, as files.\n\n"
@@ -23,18 +22,6 @@ _COMPILE_HELP = (
     "(ssh_public_key), filled in when the stack is applied, so the output is secret-free "
     "and the same task, catalog and config always give byte-identical files."
 )
-
-
-def _cluster_names(tasks: list[Task]) -> list[str]:
-    from skyc.launch import cluster_name_for
-
-    names: list[str] = []
-    for task in tasks:
-        name = cluster_name_for(task, None)
-        if name in names:
-            name = f"{name}-{len(names)}"
-        names.append(name)
-    return names
 
 
 def _plan_json(plan: Plan, stacks: list[dict[str, str]]) -> str:
@@ -54,6 +41,7 @@ def compile_cmd(
     from skyc.compiler import build_stack
     from skyc.config import load_config
     from skyc.infra import catalog_for
+    from skyc.launch import cluster_names_for
     from skyc.optimizer import optimize
     from skyc.stacks import STACK_FILE, write_stack
     from skyc.task import load_tasks
@@ -65,7 +53,7 @@ def compile_cmd(
     parallel = task_set.header is not None and task_set.header.execution == "parallel"
     plan = optimize(tasks, cat, infra=infra, edges=[] if parallel else None)
     stacks: list[dict[str, str]] = []
-    for task, task_plan, cluster in zip(tasks, plan.tasks, _cluster_names(tasks), strict=True):
+    for task, task_plan, cluster in zip(tasks, plan.tasks, cluster_names_for(tasks), strict=True):
         placement = task_plan.placement
         candidate = task.candidates()[placement.candidate_index]
         workspace = out / cluster

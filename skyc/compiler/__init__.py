@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Any, cast
 
-from skyc.compiler.base import Capabilities, CloudModule, check_supported
+from skyc.compiler.base import BuildRequest, Capabilities, CloudModule, check_supported
 from skyc.config import SkycConfig
 from skyc.errors import ProvisionError, UnsupportedFeature
 from skyc.nodes import Node
@@ -47,7 +47,8 @@ def build_stack(
     check_cluster_name(cluster)
     module = cloud_module(placement.cloud)
     check_supported(module.CAPABILITIES, placement, candidate)
-    return module.build(cluster, placement, candidate, config=config, workspace=workspace)
+    return module.build(BuildRequest(cluster=cluster, placement=placement, candidate=candidate,
+                                     config=config, workspace=workspace))
 
 
 def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from skyc.compiler import aws_errors, aws_images
-from skyc.compiler.base import NODE_NAME_EXPR, Capabilities, cluster_labels, node_name
+from skyc.compiler.base import NODE_NAME_EXPR, BuildRequest, Capabilities, node_name
 from skyc.compiler.keys import ensure_key_pair, private_key_path
 from skyc.compiler.templates import render
 from skyc.config import SkycConfig
@@ -262,19 +262,14 @@ def _instances(
     return public_ip
 
 
-def build(
-    cluster: str,
-    placement: Placement,
-    candidate: ResourceCandidate,
-    *,
-    config: SkycConfig,
-    workspace: Path,
-) -> Stack:
+def build(request: BuildRequest) -> Stack:
+    cluster, placement, candidate = request.cluster, request.placement, request.candidate
+    config = request.config
     if not placement.region:
         raise ConfigError("aws placement has no region", hint="give infra as aws/<region>")
     if not placement.instance_type:
         raise UnsupportedFeature("aws placement has no instance_type")
-    labels = cluster_labels(cluster, candidate)
+    labels = request.labels
     stack = Stack(
         name=cluster, cloud="aws", region=placement.region, labels=labels,
         providers={"aws": provider_settings(placement.region, config)},

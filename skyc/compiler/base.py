@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from skyc.config import SkycConfig
-from skyc.errors import ProvisionError, UnsupportedFeature
+from skyc.errors import EngineError, ProvisionError, UnsupportedFeature
 from skyc.nodes import Node
 from skyc.optimizer.plan import Placement
 from skyc.stacks.model import Stack
@@ -39,18 +39,28 @@ class Capabilities(BaseModel):
     needs_providers: bool = False      # the stack needs provider plugins (terraform init)
 
 
+class BuildRequest(BaseModel):
+    """One cluster to lower: its name, placement and resources, the config, and the
+    workspace its stack is written to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cluster: str
+    placement: Placement
+    candidate: ResourceCandidate
+    config: SkycConfig
+    workspace: Path
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels every resource of the cluster carries."""
+        return cluster_labels(self.cluster, self.candidate)
+
+
 class CloudModule(Protocol):
     CAPABILITIES: Capabilities
 
-    def build(
-        self,
-        cluster: str,
-        placement: Placement,
-        candidate: ResourceCandidate,
-        *,
-        config: SkycConfig,
-        workspace: Path,
-    ) -> Stack: ...
+    def build(self, request: BuildRequest) -> Stack: ...
 
     def workspace_values(self, stack: Stack, workspace: Path) -> dict[str, Any]: ...
 
@@ -83,6 +93,26 @@ def check_supported(caps: Capabilities, placement: Placement, candidate: Resourc
 def cluster_labels(cluster: str, candidate: ResourceCandidate) -> dict[str, str]:
     """The labels every resource of the cluster carries."""
     return dict(sorted({**candidate.labels, CLUSTER_LABEL: cluster}.items()))
+
+
+def no_workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
+    """``workspace_values`` of a cloud whose stacks have no input variables."""
+    return {}
+
+
+def classify_nothing(
+    diagnostics: list[dict[str, Any]], placement: Placement | None
+) -> ProvisionError | None:
+    """``classify`` of a cloud with no capacity or quota to run out of."""
+    return None
+
+
+def list_output(outputs: dict[str, Any], key: str, cluster: str) -> list[Any]:
+    """The stack output ``key``, a list; EngineError when the outputs lack it."""
+    value = outputs.get(key)
+    if not isinstance(value, list):
+        raise EngineError(f"cluster {cluster}: stack outputs lack {key}")
+    return value
 
 
 def node_name(rank: int) -> str:

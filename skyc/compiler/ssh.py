@@ -10,13 +10,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skyc.compiler.base import Capabilities, cluster_labels, node_name
+from skyc.compiler import base
+from skyc.compiler.base import BuildRequest, Capabilities, node_name
 from skyc.config import SkycConfig, SshPool
-from skyc.errors import ConfigError, EngineError, ProvisionError
+from skyc.errors import ConfigError
 from skyc.nodes import Node
-from skyc.optimizer.plan import Placement
 from skyc.stacks.model import Output, Resource, Stack
-from skyc.task.candidate import ResourceCandidate
 
 CAPABILITIES = Capabilities(cloud="ssh", multi_node=True, creates_resources=False)
 
@@ -47,23 +46,17 @@ def _pool(config: SkycConfig, name: str | None) -> SshPool:
     return config.ssh_pools[name]
 
 
-def build(
-    cluster: str,
-    placement: Placement,
-    candidate: ResourceCandidate,
-    *,
-    config: SkycConfig,
-    workspace: Path,
-) -> Stack:
-    pool = _pool(config, placement.region)
+def build(request: BuildRequest) -> Stack:
+    placement = request.placement
+    pool = _pool(request.config, placement.region)
     if placement.num_nodes > len(pool.hosts):
         raise ConfigError(
             f"ssh pool {placement.region!r} has {len(pool.hosts)} host(s); "
             f"the task needs {placement.num_nodes} nodes"
         )
-    labels = cluster_labels(cluster, candidate)
-    stack = Stack(name=cluster, cloud="ssh", region=placement.region, labels=labels,
-                  backend=config.backend)
+    labels = request.labels
+    stack = Stack(name=request.cluster, cloud="ssh", region=placement.region, labels=labels,
+                  backend=request.config.backend)
     refs = []
     for rank, spec in enumerate(pool.hosts[: placement.num_nodes]):
         name = f"host_{rank}"
@@ -75,18 +68,14 @@ def build(
     return stack
 
 
-def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
-    return {}
+workspace_values = base.no_workspace_values
 
 
 def nodes_from_outputs(
     cluster: str, outputs: dict[str, Any], *, config: SkycConfig, workspace: Path
 ) -> list[Node]:
-    hosts = outputs.get("hosts")
-    if not isinstance(hosts, list):
-        raise EngineError(f"cluster {cluster}: stack outputs lack hosts")
     nodes = []
-    for rank, item in enumerate(hosts):
+    for rank, item in enumerate(base.list_output(outputs, "hosts", cluster)):
         pool = config.ssh_pools.get(str(item.get("pool")))
         identity = pool.identity_file if pool else None
         nodes.append(Node(
@@ -97,7 +86,4 @@ def nodes_from_outputs(
     return nodes
 
 
-def classify(
-    diagnostics: list[dict[str, Any]], placement: Placement | None
-) -> ProvisionError | None:
-    return None  # the hosts exist already; nothing is provisioned
+classify = base.classify_nothing  # the hosts exist already; nothing is provisioned

@@ -14,7 +14,7 @@ from typing import Any
 
 from skyc.errors import TransportError
 from skyc.nodes import Node
-from skyc.runtime.transport import CommandResult, OutputSink, StdinSource, feed_stdin
+from skyc.runtime.transport import CommandResult, OutputSink, StdinSource, exchange
 
 DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa", "ssh_key")
 PREFERRED_CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
@@ -131,31 +131,15 @@ class SshTransport:
 
         if self._conn is None:
             await self.connect(self.connect_timeout)
-        out: list[bytes] = []
-        err: list[bytes] = []
         try:
             proc = await self._conn.create_process(command, encoding=None)
         except (OSError, asyncssh.Error) as exc:
             self._drop()
             raise TransportError(f"node {self.node.name}: connection lost: {exc}") from None
-
-        async def read_out() -> None:
-            while chunk := await proc.stdout.read(1 << 16):
-                if on_stdout is not None:
-                    on_stdout(chunk)
-                else:
-                    out.append(chunk)
-
-        async def read_err() -> None:
-            while chunk := await proc.stderr.read(1 << 16):
-                err.append(chunk)
-
-        async def feed() -> None:
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                await feed_stdin(proc.stdin.write, proc.stdin.drain, proc.stdin.write_eof, stdin)
-
+        io = exchange(proc.stdout, proc.stderr, proc.stdin, close_stdin=proc.stdin.write_eof,
+                      stdin=stdin, on_stdout=on_stdout)
         try:
-            await asyncio.wait_for(asyncio.gather(feed(), read_out(), read_err()), timeout)
+            out, err = await asyncio.wait_for(io, timeout)
             await asyncio.wait_for(proc.wait_closed(), 30)
         except asyncio.TimeoutError:
             proc.close()
@@ -173,7 +157,7 @@ class SshTransport:
             raise TransportError(
                 f"node {self.node.name} ({self._target}): connection lost while running a "
                 "command (the node or its SSH server went away)")
-        return CommandResult(status, b"".join(out), b"".join(err))
+        return CommandResult(status, out, err)
 
     def _drop(self) -> None:
         """Forget a broken connection; the next command reconnects."""

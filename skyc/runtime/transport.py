@@ -61,6 +61,51 @@ async def feed_stdin(writer: Callable[[bytes], None], drain: Callable[[], object
     close()
 
 
+class StreamIn(Protocol):
+    """A process's stdout or stderr."""
+
+    async def read(self, n: int) -> bytes: ...
+
+
+class StreamOut(Protocol):
+    """A process's stdin."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def drain(self) -> object: ...
+
+
+async def exchange(
+    stdout: StreamIn, stderr: StreamIn, pipe: StreamOut, *,
+    close_stdin: Callable[[], None], stdin: StdinSource, on_stdout: OutputSink | None,
+) -> tuple[bytes, bytes]:
+    """Feed a process's stdin while reading its stdout and stderr to their ends.
+
+    Returns (stdout, stderr); stdout is empty when ``on_stdout`` takes it chunk by
+    chunk. A process that stops reading its stdin does not fail the exchange.
+    """
+    out: list[bytes] = []
+    err: list[bytes] = []
+
+    async def read_out() -> None:
+        while chunk := await stdout.read(1 << 16):
+            if on_stdout is not None:
+                on_stdout(chunk)
+            else:
+                out.append(chunk)
+
+    async def read_err() -> None:
+        while chunk := await stderr.read(1 << 16):
+            err.append(chunk)
+
+    async def feed() -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            await feed_stdin(pipe.write, pipe.drain, close_stdin, stdin)
+
+    await asyncio.gather(feed(), read_out(), read_err())
+    return b"".join(out), b"".join(err)
+
+
 async def _maybe_await(value: object) -> None:
     if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
         await value
@@ -112,28 +157,10 @@ class LocalTransport:
         except OSError as exc:
             raise TransportError(f"node {self.node.name}: cannot start bash: {exc}") from None
         assert proc.stdin and proc.stdout and proc.stderr
-        pin, pout, perr = proc.stdin, proc.stdout, proc.stderr
-        out: list[bytes] = []
-        err: list[bytes] = []
-
-        async def read_out() -> None:
-            while chunk := await pout.read(1 << 16):
-                if on_stdout is not None:
-                    on_stdout(chunk)
-                else:
-                    out.append(chunk)
-
-        async def read_err() -> None:
-            while chunk := await perr.read(1 << 16):
-                err.append(chunk)
-
-        async def feed() -> None:
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                await feed_stdin(pin.write, pin.drain, pin.close, stdin)
-
+        io = exchange(proc.stdout, proc.stderr, proc.stdin, close_stdin=proc.stdin.close,
+                      stdin=stdin, on_stdout=on_stdout)
         try:
-            await asyncio.wait_for(
-                asyncio.gather(feed(), read_out(), read_err(), proc.wait()), timeout)
+            (out, err), _ = await asyncio.wait_for(asyncio.gather(io, proc.wait()), timeout)
         except BaseException as exc:  # timeout, cancellation, or a failing stdin source
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -142,7 +169,7 @@ class LocalTransport:
                 raise TransportError(
                     f"node {self.node.name}: command timed out after {timeout} s") from None
             raise
-        return CommandResult(proc.returncode or 0, b"".join(out), b"".join(err))
+        return CommandResult(proc.returncode or 0, out, err)
 
     async def close(self) -> None:
         return None

@@ -160,7 +160,7 @@ def test_an_existing_cluster_is_diffed_where_it_is(
 ) -> None:
     """The diff is for the placement `skyc apply` would use: a cluster that is up
     stays in its region and zone even when the cheapest offer is now elsewhere."""
-    from skyc.cli.cmd_plan import _diff_placement
+    from skyc.cli.plan_stacks import diff_placement as _diff_placement
     from skyc.config import SkycConfig
     from skyc.infra import catalog_for
     from skyc.optimizer import optimize

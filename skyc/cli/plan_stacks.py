@@ -1,0 +1,150 @@
+"""``skyc plan``'s per-cluster stacks: each cluster's engine diff against its current
+state, as ``--format json``'s ``stacks`` entries, and printed as a table's sequel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skyc.config import SkycConfig
+    from skyc.errors import SkycError
+    from skyc.optimizer.plan import Placement, Plan
+    from skyc.stacks.engine import StackDiff
+    from skyc.task import Task
+
+# A ResourceChange's action as terraform's `actions` list. A replacement is reported
+# in terraform's default order (delete, then create); the engine's diff does not say
+# whether a resource is created before the old one is destroyed.
+_ACTIONS: dict[str, list[str]] = {"replace": ["delete", "create"]}
+
+
+def stack_entry(
+    cluster: str, task: str, engine: str, diff: StackDiff | None, note: str | None = None
+) -> dict[str, Any]:
+    """One stack of ``--format json``'s ``stacks`` list.
+
+    ``resource_changes`` lists every resource of the stack as terraform does (``actions``
+    ``["no-op"]`` for one that stays as it is); ``summary`` counts them per action;
+    ``status`` is ``ok`` (the diff was computed) or ``unavailable`` (``note`` says why).
+    """
+    changes = [] if diff is None else [
+        {"address": c.address, "type": c.type, "actions": _ACTIONS.get(c.action, [c.action])}
+        for c in diff.changes
+    ]
+    return {
+        "cluster": cluster,
+        "task": task,
+        "engine": engine,
+        "status": "ok" if diff is not None else "unavailable",
+        "has_changes": None if diff is None else diff.has_changes,
+        "summary": {} if diff is None else diff.summary(),
+        "resource_changes": changes,
+        "note": note,
+    }
+
+
+def _engine() -> tuple[str, str | None]:
+    """The engine's name, and why it cannot run (None when it can)."""
+    from skyc.errors import EngineError
+    from skyc.stacks.terraform import find_binary
+
+    try:
+        return Path(find_binary()).name, None
+    except EngineError as exc:
+        return "terraform", f"{exc} ({exc.hint})" if exc.hint else str(exc)
+
+
+def diff_placement(
+    task: Task, placement: Placement, cluster: str, catalog: Path | None, target: str,
+    config: SkycConfig,
+) -> tuple[Placement, str | None]:
+    """The placement ``skyc apply`` would use: a cluster that has been up stays in place."""
+    from skyc.config import skyc_home
+
+    db_path = skyc_home() / "state.db"
+    if not db_path.exists():
+        return placement, None
+    from skyc.launch import LaunchOptions, cluster_home, make_plan
+    from skyc.state import StateDB
+
+    with StateDB(db_path) as db:
+        home = cluster_home(db.get_cluster(cluster))
+    if home is None or home == placement.infra:
+        return placement, None
+    opts = LaunchOptions(infra=home, catalog_dir=catalog, target=target)
+    pinned = make_plan([task], opts, config=config).tasks[0].placement
+    return pinned, (f"cluster {cluster} lives in {home}: the diff is for {pinned.infra} "
+                    f"{pinned.instance_type or ''}, where `skyc apply` keeps it "
+                    "(`skyc apply --any-region` moves it)").replace("  ", " ")
+
+
+def _reason(exc: SkycError) -> str:
+    """One line for a failed diff: the error's first line, the engine's first
+    ``Error:`` line, and what to do (provider installs get a named fix)."""
+    lines = [line.strip("│╷╵ ").strip() for line in str(exc).splitlines()]
+    text = lines[0].rstrip(":")
+    detail = next((line for line in lines[1:] if line.startswith("Error:")), None)
+    if detail:
+        text += f": {detail}"
+    if detail and "provider" in detail.lower():
+        text += ("; the engine could not install the stack's providers: allow access to "
+                 "their registry, or set SKYC_TF_PLUGIN_DIR to a local provider mirror")
+    return f"{text} ({exc.hint})" if exc.hint else text
+
+
+def plan_stacks(
+    tasks: list[Task], plan: Plan, names: list[str], *, catalog: Path | None, target: str,
+    config: SkycConfig,
+) -> list[dict[str, Any]]:
+    """Each cluster's engine diff; a stack whose diff cannot be computed gets a note."""
+    from skyc.errors import SkycError
+    from skyc.locks import cluster_lock
+    from skyc.provision import plan_changes
+
+    engine, missing = _engine()
+    stacks = []
+    for task, task_plan, cluster in zip(tasks, plan.tasks, names, strict=True):
+        if missing is not None:
+            # Nothing is written into the workspace when there is no engine to run.
+            stacks.append(stack_entry(cluster, task_plan.name, engine, None,
+                                      f"no diff for stack {cluster}: {missing}"))
+            continue
+        note = None
+        try:
+            placement, note = diff_placement(task, task_plan.placement, cluster, catalog,
+                                              target, config)
+            candidate = task.candidates()[placement.candidate_index]
+            with cluster_lock(cluster, timeout=0):
+                diff = plan_changes(cluster, placement, candidate, config=config)
+        except SkycError as exc:
+            reason = _reason(exc)
+            stacks.append(stack_entry(cluster, task_plan.name, engine, None,
+                                      f"no diff for stack {cluster}: {reason}"))
+            continue
+        stacks.append(stack_entry(cluster, task_plan.name, engine, diff, note))
+    return stacks
+
+
+_SIGNS = {"create": "+", "delete": "-", "update": "~", "replace": "-/+", "read": "<="}
+
+
+def print_stacks(stacks: list[dict[str, Any]]) -> None:
+    from skyc.cli.output import print_line, print_warning
+
+    for st in stacks:
+        if st["status"] != "ok":
+            print_warning(f"{st['note']}; `skyc plan --no-diff` shows the placement only")
+            continue
+        parts = [f"{n} to {a}" for a, n in st["summary"].items() if a not in ("no-op", "read")]
+        if not parts:
+            parts.append("no changes")
+        if st["summary"].get("no-op"):
+            parts.append(f"{st['summary']['no-op']} unchanged")
+        print_line(f"stack {st['cluster']} ({st['engine']}): {', '.join(parts)}")
+        for rc in st["resource_changes"]:
+            action = "replace" if rc["actions"] == ["delete", "create"] else rc["actions"][0]
+            if action != "no-op":
+                print_line(f"  {_SIGNS.get(action, action):>3} {rc['address']}")
+        if st["note"]:
+            print_line(f"  note: {st['note']}")
