@@ -17,8 +17,6 @@ from skyc.cli.plan_stacks import plan_stacks, print_stacks
 if TYPE_CHECKING:
     from skyc.optimizer.plan import Placement, Plan
 
-# Its name before the stack diff moved out; still imported from here.
-
 _OPTIMIZE_HELP = (
     "cost: cheapest hourly price x num_nodes (spot price when use_spot). "
     "time: fastest by the time model, hours = 1 / (relative accelerator throughput "
