@@ -16,7 +16,8 @@ from skyc.catalog.table import CloudTable
 from skyc.errors import CatalogError
 from tests.optimizer.helpers import SMALL_CATALOG
 
-REF = Path("/work/shared/catalog-ref")
+# The repository sits next to shared/, which holds the reference catalogs.
+REF = Path(__file__).resolve().parents[3] / "shared" / "catalog-ref"
 
 
 def test_azure_unquoted_generation_is_joined() -> None:
