@@ -2,7 +2,8 @@
 
     python scripts/build_catalog.py [SOURCE_DIR] [--date YYYY-MM-DD]
 
-SOURCE_DIR is laid out as ``<cloud>/vms.csv`` (default: ../shared/catalog-ref next to the repository).
+SOURCE_DIR is laid out as ``<cloud>/vms.csv`` (default: shared/catalog-ref next to
+the repository).
 Every region and zone is kept; only the columns skyc uses are stored.
 """
 
@@ -17,7 +18,8 @@ from skyc.catalog.store import BUNDLED_DIR, raw_clouds, write_compact
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", nargs="?", default=str(Path(__file__).resolve().parents[2] / "shared" / "catalog-ref"))
+    default_source = Path(__file__).resolve().parents[2] / "shared" / "catalog-ref"
+    parser.add_argument("source", nargs="?", default=str(default_source))
     parser.add_argument("--date", default="2026-11-29", help="snapshot date (ISO 8601)")
     parser.add_argument("--label", default=None, help="source label stored in meta.json")
     parser.add_argument("--out", type=Path, default=BUNDLED_DIR)

@@ -16,7 +16,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 python3 -m pip install -q -e '.[test]'
-python3 -m ruff check skyc tests benchmarks
+python3 -m ruff check skyc tests benchmarks scripts
 python3 -m mypy --strict skyc
 # Tests that drive terraform's AWS provider against moto spend most of their time
 # waiting on the provider's polling: they run four at a time.
