@@ -45,10 +45,15 @@ def _root(
     """skyc: task YAML -> plan -> stacks -> running job."""
 
 
+# The order `skyc --help` lists commands in: the pipeline's order, then the rest.
+_ORDER = ("cmd_task", "cmd_plan", "cmd_stacks", "cmd_apply", "cmd_jobs", "cmd_status")
+
+
 def _register_commands() -> None:
-    for mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if mod.name.startswith("cmd_"):
-            importlib.import_module(f"{__name__}.{mod.name}").register(app)
+    names = [m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_")]
+    names.sort(key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
+    for name in names:
+        importlib.import_module(f"{__name__}.{name}").register(app)
 
 
 _register_commands()
