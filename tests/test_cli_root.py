@@ -30,3 +30,21 @@ def test_unknown_command_is_an_error_without_traceback() -> None:
     out = _skyc("no-such-command")
     assert out.returncode != 0
     assert "Traceback" not in out.stderr
+
+
+def _commands() -> list[str]:
+    from skyc.cli import app
+
+    names = [c.name for c in app.registered_commands if c.name]
+    names += [f"{g.name} {c.name}" for g in app.registered_groups if g.typer_instance
+              for c in g.typer_instance.registered_commands if g.name and c.name]
+    return sorted(names)
+
+
+def test_every_command_has_help() -> None:
+    commands = _commands()
+    assert {"validate", "plan", "compile", "apply", "exec", "status", "destroy"} <= set(commands)
+    for command in commands:
+        out = _skyc(*command.split(), "--help")
+        assert out.returncode == 0, (command, out.stderr[-2000:])
+        assert "Usage" in out.stdout and "Traceback" not in out.stderr, command
