@@ -19,11 +19,12 @@ Every section is optional::
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from skyc.errors import ConfigError
 
@@ -47,10 +48,30 @@ class SshPool(_Model):
     memory: float | None = None
 
 
+_SECRET_KEY = re.compile(r"secret|password|token|access_key|credential|sas|client_secret", re.I)
+
+
 class SkycConfig(_Model):
     infra: list[str] | None = None
     aws: AwsConfig = Field(default_factory=AwsConfig)
     backend: dict[str, dict[str, Any]] | None = None
+
+    @field_validator("backend")
+    @classmethod
+    def _no_secrets_in_backend(
+        cls, value: dict[str, dict[str, Any]] | None
+    ) -> dict[str, dict[str, Any]] | None:
+        # The backend block is written into every stack, which is made for review:
+        # credentials must come from the engine's environment instead.
+        for kind, settings in (value or {}).items():
+            for key in settings:
+                if _SECRET_KEY.search(key):
+                    raise ValueError(
+                        f"backend.{kind}.{key}: credentials would be written into every "
+                        "stack; set them in the environment (e.g. AWS_ACCESS_KEY_ID / "
+                        "AWS_SECRET_ACCESS_KEY, ARM_ACCESS_KEY) instead"
+                    )
+        return value
     ssh_pools: dict[str, SshPool] = Field(default_factory=dict)
 
 

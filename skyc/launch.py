@@ -20,6 +20,7 @@ from skyc.optimizer.plan import Placement, Plan
 
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
+    from skyc.runtime import JobResult
     from skyc.state import ClusterRecord, StateDB
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
@@ -296,14 +297,19 @@ def _run(
         rerun_setup=opts.rerun_setup, detach=opts.detach,
     )
     failure = None if result.ok else result.describe_failure()
-    db.add_event(info.name, "job", f"job {result.job_id}: {result.status}", {"job": result.job_id})
+    record_job(db, info.name, task.name, result)
+    return result.exit_code, result.job_id, failure
+
+
+def record_job(db: StateDB, cluster: str, name: str | None, result: JobResult) -> None:
+    """Record a job's outcome in the state database (for `skyc status`)."""
+    db.add_event(cluster, "job", f"job {result.job_id}: {result.status}", {"job": result.job_id})
     status = {"SUCCEEDED": "SUCCEEDED", "RUNNING": "RUNNING"}.get(result.status, "FAILED")
-    record = db.add_job(info.name, task.name, status="RUNNING", log_path=result.log_dir)
+    record = db.add_job(cluster, name, status="RUNNING", log_path=result.log_dir)
     db.update_job(
         record, status=status,  # type: ignore[arg-type]
         exit_codes={n.node: n.exit_code for n in result.nodes if n.exit_code is not None},
     )
-    return result.exit_code, result.job_id, failure
 
 
 def _teardown(name: str, db: StateDB, reporter: LaunchReporter) -> None:

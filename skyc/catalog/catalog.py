@@ -152,7 +152,9 @@ def load_catalog(directory: Path | None = None, clouds: Iterable[str] | None = N
             loaders = {c: _raw_loader(c, directory / c / "vms.csv") for c in names}
             newest = max((directory / c / "vms.csv").stat().st_mtime for c in names)
             date = _dt.datetime.fromtimestamp(newest, _dt.timezone.utc).date().isoformat()
-            source = CatalogSource(source=str(directory), date=date)
+            # The directory's name, not its path: plans and stacks stay free of
+            # this machine's paths, so CI artifacts compare across machines.
+            source = CatalogSource(source=directory.resolve().name, date=date)
     else:
         loaders, source = _compact_dir(BUNDLED_DIR)
         source = CatalogSource(source="bundled", date=source.date)

@@ -81,6 +81,11 @@ def main() -> None:
     except typer.Abort:
         print_error(SkycError("aborted"))
         sys.exit(1)
+    except OSError as exc:
+        # A path the user gave (or SKYC_HOME) cannot be read or written.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print_error(SkycError(f"{where}{exc.strerror or exc}"))
+        sys.exit(1)
     except Exception as exc:
         # Usage errors (unknown command, bad option) come from typer's click layer,
         # whose import path varies between typer versions: recognise them by shape.

@@ -10,17 +10,18 @@ import typer
 
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
+    from skyc.runtime import JobResult
 
 
 def load_cluster(name: str) -> ClusterInfo:
     """The cluster's nodes, from ``$SKYC_HOME/clusters/<name>/cluster.json``."""
     from pydantic import ValidationError
 
-    from skyc.config import skyc_home
     from skyc.errors import ConfigError, StateError
     from skyc.nodes import ClusterInfo
+    from skyc.stacks.workspace import cluster_workspace
 
-    path = skyc_home() / "clusters" / name / "cluster.json"
+    path = cluster_workspace(name) / "cluster.json"
     if not path.exists():
         raise ConfigError(f"no cluster named '{name}' ({path} does not exist)",
                           hint="see your clusters with: skyc status")
@@ -28,6 +29,16 @@ def load_cluster(name: str) -> ClusterInfo:
         return ClusterInfo.model_validate_json(path.read_text())
     except (OSError, ValidationError) as exc:
         raise StateError(f"{path}: cannot read the cluster's nodes: {exc}") from None
+
+
+def _record(cluster: str, name: str | None, result: JobResult) -> None:
+    """The job in the state database too, when skyc launched this cluster."""
+    from skyc.launch import record_job
+    from skyc.state import StateDB
+
+    with StateDB() as db:
+        if db.get_cluster(cluster) is not None:
+            record_job(db, cluster, name, result)
 
 
 def _print_line(label: str, line: str) -> None:
@@ -49,7 +60,7 @@ def exec_cmd(
                                      help="Run setup even when it has not changed."),
 ) -> None:
     """Sync the task's workdir and run its setup and run commands on every node."""
-    from skyc.errors import UnsupportedFeature
+    from skyc.errors import ConfigError, UnsupportedFeature
     from skyc.runtime import job_spec_from_task, run_job
     from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
 
@@ -59,8 +70,16 @@ def exec_cmd(
     if len(task_file.tasks) != 1:
         raise UnsupportedFeature(
             f"{task}: holds {len(task_file.tasks)} tasks; exec runs a single task")
-    spec = job_spec_from_task(task_file.tasks[0])
+    the_task = task_file.tasks[0]
+    if the_task.num_nodes > len(info.nodes):
+        raise ConfigError(
+            f"{task}: num_nodes is {the_task.num_nodes}, but cluster '{cluster}' has "
+            f"{len(info.nodes)} node(s)",
+            hint="use `skyc apply` to grow the cluster, or lower num_nodes",
+        )
+    spec = job_spec_from_task(the_task)
     result = run_job(info, spec, on_line=_print_line, rerun_setup=rerun_setup, detach=detach)
+    _record(cluster, the_task.name, result)
     if detach and result.ok:
         from skyc.cli.output import console
 

@@ -77,3 +77,14 @@ def test_missing_cluster_is_a_clear_error(skyc_home: Path, tmp_path: Path) -> No
     assert "no cluster named 'nope'" in out.stderr and "Traceback" not in out.stderr
     out = skyc(skyc_home, "cancel", "nope", "3")
     assert out.returncode == 1 and "no cluster named 'nope'" in out.stderr
+
+
+def test_exec_refuses_a_task_larger_than_the_cluster(
+        local_cluster: ClusterInfo, skyc_home: Path, tmp_path: Path) -> None:
+    save_cluster(skyc_home, local_cluster)
+    task = tmp_path / "big.yaml"
+    task.write_text(f"num_nodes: {len(local_cluster.nodes) + 2}\nrun: touch ran\n")
+    out = skyc(skyc_home, "exec", local_cluster.name, str(task))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert f"has {len(local_cluster.nodes)} node(s)" in out.stderr
+    assert not list(Path(local_cluster.nodes[0].node_dir or "/nonexistent").rglob("ran"))

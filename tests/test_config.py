@@ -1,0 +1,39 @@
+"""The user config file: what it accepts and what it refuses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skyc.config import load_config
+from skyc.errors import ConfigError
+
+
+def test_a_backend_without_credentials_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("backend:\n  s3: {bucket: team-state, key: skyc, region: us-east-1}\n")
+    assert load_config(path).backend == {
+        "s3": {"bucket": "team-state", "key": "skyc", "region": "us-east-1"}}
+
+
+@pytest.mark.parametrize("key", ["secret_key", "access_key", "token", "client_secret"])
+def test_credentials_in_the_backend_are_refused(tmp_path: Path, key: str) -> None:
+    # The backend block is written into every stack, which is made to be reviewed.
+    path = tmp_path / "config.yaml"
+    path.write_text(f"backend:\n  s3:\n    bucket: b\n    {key}: hunter2\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert f"backend.s3.{key}" in str(info.value) and "hunter2" not in str(info.value)
+
+
+def test_an_unusable_skyc_home_is_a_clean_error(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    out = subprocess.run([sys.executable, "-m", "skyc", "status"], capture_output=True,
+                         text=True, timeout=60, env={"SKYC_HOME": str(not_a_dir / "home"),
+                                                     "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr and "error:" in out.stderr
