@@ -14,7 +14,7 @@ import pytest
 
 from tests.failover.aws_env import AwsHome, leaks, live_instances, make_home, state_ids
 from tests.support.fault_proxy import FaultProxy
-from tests.support.moto_server import MotoServer, start_moto
+from tests.support.moto_server import start_moto
 from tests.support.terraform import requires_aws_provider, requires_terraform
 
 pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider,
@@ -24,13 +24,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aw
 @pytest.fixture(scope="module")
 def aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AwsHome]:
     root = tmp_path_factory.mktemp("crash")
-    moto: MotoServer = start_moto(root / "moto.log")
-    try:
-        with FaultProxy(upstream=moto.url) as proxy:
-            yield make_home(root, moto, proxy)
-    finally:
-        moto.process.terminate()
-        moto.process.wait(10)
+    with start_moto(root / "moto.log") as moto, FaultProxy(upstream=moto.url) as proxy:
+        yield make_home(root, moto, proxy)
 
 
 def _wait_for(proc: subprocess.Popen[str], text: str, timeout: float = 300) -> str:

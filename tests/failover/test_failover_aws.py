@@ -32,12 +32,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aw
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = start_moto(tmp_path_factory.mktemp("moto") / "moto.log")
-    try:
+    with start_moto(tmp_path_factory.mktemp("moto") / "moto.log") as server:
         yield server
-    finally:
-        server.process.terminate()
-        server.process.wait(10)
 
 
 @pytest.fixture(scope="module")

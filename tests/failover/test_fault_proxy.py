@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.fault_proxy import FaultProxy, FaultRule, MotoServer
+from tests.support.fault_proxy import FaultProxy, FaultRule
+from tests.support.moto_server import MotoServer, start_moto
 from tests.support.record_fault_fixtures import (
     CODES,
     FIXTURE_DIR,
@@ -17,8 +18,10 @@ from tests.support.record_fault_fixtures import (
 
 
 @pytest.fixture(scope="module")
-def moto() -> Iterator[MotoServer]:
-    with MotoServer() as server:
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    # moto's own AMIs (owner "amazon"): these tests launch plain instances with boto3.
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    with start_moto(log, skyc_amis=False) as server:
         yield server
 
 

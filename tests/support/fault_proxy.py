@@ -17,11 +17,7 @@ from __future__ import annotations
 
 import http.client
 import re
-import socket
-import subprocess
-import sys
 import threading
-import time
 import urllib.parse
 import uuid
 from collections.abc import Iterable
@@ -337,57 +333,3 @@ def _make_handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
         do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _handle
 
     return Handler
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class MotoServer:
-    """A real moto server subprocess on 127.0.0.1 and a free port."""
-
-    def __init__(self, port: int | None = None) -> None:
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 30.0) -> MotoServer:
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"moto server exited with {self._proc.returncode}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"moto server did not listen on port {self.port} in {timeout}s")
-
-    def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            self._proc = None
-
-    def __enter__(self) -> MotoServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

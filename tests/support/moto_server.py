@@ -53,6 +53,21 @@ class MotoServer:
             aws_access_key_id="testing", aws_secret_access_key="testing",
         )
 
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> MotoServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 def write_amis(path: Path) -> Path:
     """The AMIs of skyc's image table, in moto's ``MOTO_AMIS_PATH`` format.
@@ -78,10 +93,12 @@ def write_amis(path: Path) -> Path:
     return path
 
 
-def start_moto(log: Path, host: str = "127.0.0.1") -> MotoServer:
+def start_moto(log: Path, host: str = "127.0.0.1", *, skyc_amis: bool = True) -> MotoServer:
+    """Start moto; with ``skyc_amis`` it knows skyc's image table instead of its own AMIs."""
     port = free_port(host)
-    amis = write_amis(log.with_name("amis.json"))
-    env = {**os.environ, **CREDENTIALS, "MOTO_AMIS_PATH": str(amis)}
+    env = {**os.environ, **CREDENTIALS}
+    if skyc_amis:
+        env["MOTO_AMIS_PATH"] = str(write_amis(log.with_name("amis.json")))
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
@@ -103,12 +120,5 @@ def start_moto(log: Path, host: str = "127.0.0.1") -> MotoServer:
 
 @pytest.fixture(scope="session")
 def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    server = start_moto(tmp_path_factory.mktemp("moto") / "moto.log")
-    try:
+    with start_moto(tmp_path_factory.mktemp("moto") / "moto.log") as server:
         yield server
-    finally:
-        server.process.terminate()
-        try:
-            server.process.wait(10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()

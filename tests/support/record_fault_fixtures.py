@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.support.fault_proxy import FaultProxy, FaultRule, MotoServer
+from tests.support.fault_proxy import FaultProxy, FaultRule
+from tests.support.moto_server import start_moto
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "errors" / "aws"
 PLUGIN_DIR = "/opt/tf-plugins"
@@ -159,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         print("terraform is not on PATH", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    with MotoServer() as moto, FaultProxy(moto.url) as proxy, \
-            tempfile.TemporaryDirectory(prefix="skyc-faults-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="skyc-faults-") as tmp, \
+            start_moto(Path(tmp) / "moto.log", skyc_amis=False) as moto, \
+            FaultProxy(moto.url) as proxy:
         workdir = Path(tmp)
         ami = moto_ami(moto.url)
         (workdir / "main.tf.json").write_text(
