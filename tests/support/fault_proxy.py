@@ -10,7 +10,7 @@ API"): server errors such as ``InsufficientInstanceCapacity`` and
 ``InsufficientHostCapacity`` come with HTTP 500, ``AuthFailure`` with 401, the
 other client errors with 400.
 
-Also here: :class:`MotoServer`, a moto server subprocess on a free loopback port.
+The moto server behind it comes from ``tests.support.moto_server.start_moto``.
 """
 
 from __future__ import annotations
