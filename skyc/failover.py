@@ -23,21 +23,10 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from skyc.errors import InfeasibleError, ProvisionError, SkycError
+from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class BlockedScope:
-    """What one failure rules out: a zone, a region or a whole cloud."""
-
-    cloud: str
-    region: str | None = None
-    zone: str | None = None
-
-    def __str__(self) -> str:
-        return "/".join(p for p in (self.cloud, self.region, self.zone) if p)
 
 
 @dataclass(frozen=True)
@@ -72,13 +61,13 @@ class FailoverExhausted(SkycError):
         self.attempts = attempts
 
 
-def blocked_scope(placement: Placement, error: ProvisionError) -> BlockedScope:
+def blocked_scope(placement: Placement, error: ProvisionError) -> Blocked:
     """The part of the world a failure at ``placement`` rules out."""
     if error.scope == "cloud":
-        return BlockedScope(placement.cloud)
+        return Blocked(cloud=placement.cloud)
     if error.scope == "region" or not placement.zone:
-        return BlockedScope(placement.cloud, placement.region)
-    return BlockedScope(placement.cloud, placement.region, placement.zone)
+        return Blocked(cloud=placement.cloud, region=placement.region)
+    return Blocked(cloud=placement.cloud, region=placement.region, zone=placement.zone)
 
 
 def describe_attempt(placement: Placement) -> str:
@@ -94,7 +83,7 @@ def provision_with_failover(
     *,
     provision: Callable[[Placement], T],
     cleanup: Callable[[Placement], None],
-    next_placement: Callable[[list[BlockedScope]], Placement],
+    next_placement: Callable[[list[Blocked]], Placement],
     policy: FailoverPolicy | None = None,
     on_attempt: Callable[[Attempt, Placement | None], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
@@ -109,7 +98,7 @@ def provision_with_failover(
     policy = policy or FailoverPolicy()
     start = clock()
     attempts: list[Attempt] = []
-    blocked: list[BlockedScope] = []
+    blocked: list[Blocked] = []
     placement = first
     backoff = policy.backoff_s
     while True:
@@ -171,7 +160,7 @@ def _cleanup_or_explain(
 
 
 def _next_or_none(
-    next_placement: Callable[[list[BlockedScope]], Placement], blocked: list[BlockedScope]
+    next_placement: Callable[[list[Blocked]], Placement], blocked: list[Blocked]
 ) -> Placement | None:
     try:
         return next_placement(list(blocked))

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from skyc.config import SkycConfig, load_config
 from skyc.errors import ProvisionError, ProvisionFailure, SkycError, UnsupportedFeature
-from skyc.failover import Attempt, BlockedScope, FailoverPolicy, provision_with_failover
+from skyc.failover import Attempt, FailoverPolicy, provision_with_failover
+from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement, Plan
 
 if TYPE_CHECKING:
@@ -32,30 +33,6 @@ class LaunchReporter(Protocol):
     def attempt(self, attempt: Attempt, next_placement: Placement | None) -> None: ...
     def engine_event(self, event: Any) -> None: ...
     def log_line(self, node: str, line: str) -> None: ...
-
-
-class SilentReporter:
-    """A reporter that records stages and drops the rest (tests, --quiet)."""
-
-    def __init__(self) -> None:
-        self.stages: list[str] = []
-        self.attempts: list[Attempt] = []
-        self.lines: list[tuple[str, str]] = []
-
-    def stage(self, name: str, detail: str = "") -> None:
-        self.stages.append(name)
-
-    def plan(self, plan: Plan) -> None:
-        pass
-
-    def attempt(self, attempt: Attempt, next_placement: Placement | None) -> None:
-        self.attempts.append(attempt)
-
-    def engine_event(self, event: Any) -> None:
-        pass
-
-    def log_line(self, node: str, line: str) -> None:
-        self.lines.append((node, line))
 
 
 class Interrupted(SkycError):
@@ -130,19 +107,19 @@ def make_plan(
     tasks: Sequence[Task],
     opts: LaunchOptions,
     *,
-    blocked: Sequence[BlockedScope] = (),
+    blocked: Sequence[Blocked] = (),
     config: SkycConfig | None = None,
 ) -> Plan:
     """Optimize the tasks over the catalog, with failed scopes blocked."""
     from skyc.infra import catalog_for
-    from skyc.optimizer import Blocked, optimize
+    from skyc.optimizer import optimize
 
     config = config or load_config()
     catalog = catalog_for(config, tasks, infra=opts.infra, catalog_dir=opts.catalog_dir)
     return optimize(
         list(tasks),
         catalog,
-        blocked=[Blocked(cloud=b.cloud, region=b.region, zone=b.zone) for b in blocked],
+        blocked=blocked,
         target=opts.target,  # type: ignore[arg-type]
         infra=opts.infra,
     )
@@ -205,7 +182,7 @@ def _provision(
         policy = replace(opts.failover, max_attempts=1, retry_until_up=False)
         pinned = replace(opts, infra=home, failover=policy)
 
-    def next_placement(blocked: list[BlockedScope]) -> Placement:
+    def next_placement(blocked: list[Blocked]) -> Placement:
         return make_plan([task], pinned, blocked=blocked, config=config).tasks[0].placement
 
     reporter.stage("optimize")

@@ -25,10 +25,10 @@ class Blocked(BaseModel):
     zone: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> Blocked:
+    def parse(cls, text: str, *, what: str = "blocked placement") -> Blocked:
         parts = [p.strip() for p in text.strip().strip("/").split("/")]
         if not parts or len(parts) > 3 or any(not p for p in parts):
-            raise ConfigError(f"blocked placement '{text}': expected cloud[/region[/zone]]",
+            raise ConfigError(f"{what} '{text}': expected cloud[/region[/zone]]",
                               hint="use '*' as a wildcard, e.g. aws/us-east-1/*")
         vals = [None if p == "*" else p for p in parts] + [None] * (3 - len(parts))
         cloud = "kubernetes" if vals[0] in _K8S else vals[0]
@@ -49,5 +49,5 @@ def parse_infra(text: str | None) -> tuple[str | None, str | None, str | None]:
     """``--infra`` text -> (cloud, region, zone); ``*`` and missing parts are None."""
     if text is None or not text.strip():
         return None, None, None
-    b = Blocked.parse(text)
+    b = Blocked.parse(text, what="infra")
     return b.cloud, b.region, b.zone

@@ -12,7 +12,7 @@ import pytest
 from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
 from skyc.failover import (
     Attempt,
-    BlockedScope,
+    Blocked,
     FailoverExhausted,
     FailoverPolicy,
     provision_with_failover,
@@ -34,7 +34,7 @@ CANDIDATES = [
 ]
 
 
-def _next(blocked: list[BlockedScope]) -> Placement:
+def _next(blocked: list[Blocked]) -> Placement:
     for c in CANDIDATES:
         if any(
             b.cloud == c.cloud
