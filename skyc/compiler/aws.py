@@ -35,6 +35,7 @@ CAPABILITIES = Capabilities(
     stop_start=True,
     custom_images=True,
     needs_providers=True,
+    max_nodes=512,  # one cluster placement group holds at most a few hundred instances
 )
 
 SSH_USER = "ubuntu"  # the user of the images in data/aws_images.csv

@@ -37,6 +37,9 @@ class Capabilities(BaseModel):
     custom_images: bool = False
     creates_resources: bool = True     # False: the nodes exist already (ssh pools)
     needs_providers: bool = False      # the stack needs provider plugins (terraform init)
+    # The most nodes one cluster may have on this target. Checked before anything
+    # runs, so a typo such as ``num_nodes: 100000`` never reaches the engine.
+    max_nodes: int = 1
 
 
 class BuildRequest(BaseModel):
@@ -86,6 +89,11 @@ def check_supported(caps: Capabilities, placement: Placement, candidate: Resourc
         raise UnsupportedFeature(f"use_spot: {caps.cloud} has no spot instances")
     if placement.num_nodes > 1 and not caps.multi_node:
         raise UnsupportedFeature(f"num_nodes: {caps.cloud} supports a single node only")
+    if placement.num_nodes > caps.max_nodes:
+        raise UnsupportedFeature(
+            f"num_nodes: {placement.num_nodes} is more than {caps.cloud} supports in one "
+            f"cluster ({caps.max_nodes})"
+        )
     if candidate.image_id is not None and not caps.custom_images:
         raise UnsupportedFeature(f"image_id: {caps.cloud} does not use machine images")
 

@@ -17,7 +17,8 @@ from skyc.config import SkycConfig
 from skyc.nodes import Node
 from skyc.stacks.model import Output, Resource, Stack
 
-CAPABILITIES = Capabilities(cloud="local", multi_node=True, open_ports=True)
+# Local nodes are process trees on this machine: a few dozen at most is useful.
+CAPABILITIES = Capabilities(cloud="local", multi_node=True, open_ports=True, max_nodes=64)
 
 _ENV = {"SKYC_NODE_DIR": "${self.input.dir}"}
 

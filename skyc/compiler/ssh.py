@@ -17,7 +17,9 @@ from skyc.errors import ConfigError
 from skyc.nodes import Node
 from skyc.stacks.model import Output, Resource, Stack
 
-CAPABILITIES = Capabilities(cloud="ssh", multi_node=True, creates_resources=False)
+# A pool's size bounds a cluster anyway (the optimizer sees one offer per host).
+CAPABILITIES = Capabilities(cloud="ssh", multi_node=True, creates_resources=False,
+                            max_nodes=1024)
 
 _HOST = re.compile(
     r"^(?:(?P<user>[^@\s]+)@)?(?P<host>[^:@\s]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$"
