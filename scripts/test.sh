@@ -15,7 +15,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
-python3 -m pip install -q -e '.[test]'
+# The Pulumi SDKs (the `pulumi` extra, ~1.1 GB) are needed by the tests that run
+# generated programs under Pulumi's mock runtime; they install once per machine.
+python3 -m pip install -q -e '.[test,pulumi]'
 python3 -m ruff check skyc tests benchmarks scripts
 python3 -m mypy --strict skyc
 # Tests that drive terraform's AWS provider against moto spend most of their time
