@@ -135,11 +135,12 @@ class CloudTable:
                         vcpus=None, memory_gib=None, price=row[2], spot_price=row[3],
                     )
             return
+        sized = q.cpus is not None or q.memory_gib is not None or q.instance_type is not None
         carriers = [
             t for t in self.types
             if (q.instance_type is None or t.name == q.instance_type)
             and quantity_ok(t.vcpus, q.cpus) and quantity_ok(t.memory, q.memory_gib)
-            and hosts.carries(t.name, t.vcpus, t.memory, a.name, a.count)
+            and hosts.carries(t.name, t.vcpus, t.memory, a.name, a.count, sized=sized)
         ]
         for row in a.rows:
             if not _place_ok(row, q):

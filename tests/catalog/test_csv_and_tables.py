@@ -43,12 +43,15 @@ def test_accelerator_memory_from_gpuinfo_and_table() -> None:
 def test_gcp_pairs_accelerators_with_hosts() -> None:
     cat = load_catalog(SMALL_CATALOG, clouds=["gcp"])
     t4 = cat.offers(OfferQuery(accelerator="T4", accelerator_count=1))
-    # N1 hosts only (never n2-standard-4 nor the A2 types), one per zone and host
+    # N1 hosts only (never n2-standard-4 nor the A2 types), one per zone and host,
+    # at least the default host size for one T4 (4 vCPUs, 16 GiB: not n1-standard-4)
     assert sorted((o.zone, o.instance_type, o.price) for o in t4) == [
-        ("europe-west4-a", "n1-standard-4", pytest.approx(0.56)),
-        ("us-central1-a", "n1-standard-4", pytest.approx(0.54)),
+        ("europe-west4-a", "n1-highmem-4", pytest.approx(0.61)),
+        ("us-central1-a", "n1-highmem-4", pytest.approx(0.59)),
         ("us-central1-a", "n1-standard-8", pytest.approx(0.73)),
     ]
+    sized = cat.offers(OfferQuery(accelerator="T4", accelerator_count=1, cpus=(4, False)))
+    assert {o.instance_type for o in sized} == {"n1-standard-4", "n1-highmem-4"}
     a100 = cat.offers(OfferQuery(accelerator="A100", accelerator_count=8))
     assert [(o.instance_type, o.price, o.spot_price) for o in a100] == [
         ("a2-highgpu-8g", pytest.approx(26.47), pytest.approx(12.47))]

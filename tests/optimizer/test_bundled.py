@@ -68,3 +68,55 @@ def test_failover_moves_to_next_best() -> None:
 def test_h100x16_says_use_two_nodes() -> None:
     with pytest.raises(InfeasibleError, match="largest has 8; use num_nodes: 2"):
         _plan([{"accelerator": {"name": "H100", "count": 16}}])
+
+
+# SkyPilot's default GCP host for accelerators attached to N1 VMs when the task
+# gives no cpus or memory: (vCPUs, GiB), memory at least 4 GiB per vCPU.
+_DEFAULT_HOSTS = {("T4", 1): (4, 16), ("T4", 4): (48, 192), ("V100", 8): (64, 256),
+                  ("P100", 1): (8, 32), ("P4", 2): (16, 64)}
+
+
+@pytest.mark.parametrize(("acc", "count", "nodes", "spot"), [
+    ("T4", 1, 4, False), ("V100", 8, 2, True), ("T4", 4, 1, False), ("P100", 1, 1, False),
+    ("P4", 2, 1, True),
+])
+def test_unsized_n1_hosts_are_at_least_the_default(acc: str, count: int, nodes: int,
+                                                   spot: bool) -> None:
+    want_cpus, want_mem = _DEFAULT_HOSTS[(acc, count)]
+    for infra in ({"cloud": "gcp"}, None):
+        cand = {"accelerator": {"name": acc, "count": count}, "use_spot": spot}
+        if infra:
+            cand["infra"] = infra
+        tp = optimize([make_task({"candidates": [cand], "num_nodes": nodes})],
+                      load_catalog()).tasks[0]
+        gcp = [p for p in (tp.placement, *tp.alternatives) if p.cloud == "gcp"]
+        assert gcp, infra
+        for p in gcp:
+            assert p.instance_type is not None and p.instance_type.startswith("n1-"), p
+            assert p.vcpus is not None and p.vcpus >= want_cpus, p
+            assert p.memory_gib is not None and p.memory_gib >= want_mem, p
+            assert p.num_nodes == nodes and p.use_spot == spot
+
+
+def test_default_gcp_hosts_are_the_cheapest_that_fit() -> None:
+    p = _plan([{"accelerator": {"name": "V100", "count": 8}, "use_spot": True,
+                "infra": {"cloud": "gcp"}}]).tasks[0].placement
+    # once paired with an n1-standard-1 (1 vCPU, 3.75 GiB)
+    assert (p.instance_type, p.vcpus, p.memory_gib) == ("n1-highmem-64", 64.0, 416.0)
+    t4 = _plan([{"accelerator": {"name": "T4", "count": 1},
+                 "infra": {"cloud": "gcp"}}]).tasks[0].placement
+    assert (t4.instance_type, t4.vcpus, t4.memory_gib) == ("n1-highmem-4", 4.0, 26.0)
+
+
+def test_explicit_cpus_or_instance_type_override_the_default_host() -> None:
+    gcp = {"cloud": "gcp"}
+    small = _plan([{"accelerator": {"name": "V100", "count": 8}, "use_spot": True,
+                    "infra": gcp, "cpus": {"value": 8, "at_least": True}}]).tasks[0].placement
+    assert small.vcpus is not None and 8 <= small.vcpus < 64
+    pinned = _plan([{"accelerator": {"name": "T4", "count": 1}, "infra": gcp,
+                     "instance_type": "n1-standard-1"}]).tasks[0].placement
+    assert (pinned.instance_type, pinned.vcpus) == ("n1-standard-1", 1.0)
+    # GCP's maxima still hold: one V100 carries at most 12 vCPUs
+    with pytest.raises(InfeasibleError):
+        _plan([{"accelerator": {"name": "V100", "count": 1}, "infra": gcp,
+                "cpus": {"value": 16, "at_least": False}}])
