@@ -34,15 +34,31 @@ def fmt_number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
-def _positive_number(raw: Any, what: str) -> float:
+# The largest values a task may ask for: far above any machine, low enough that an
+# absurd number (1e24) is refused here rather than by a cloud, half-way through.
+MAX_CPUS = 100_000
+MAX_MEMORY_GB = 1_000_000
+MAX_ACCELERATORS = 1024
+MAX_DISK_GB = 65_536
+MAX_MINUTES = 10 * 366 * 24 * 60
+
+
+def _shown(raw: Any) -> str:
+    text = repr(raw) if not isinstance(raw, str) else repr(raw[:40])
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _positive_number(raw: Any, what: str, most: float = float("inf")) -> float:
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-        raise ValueError(f"{what} must be a number, got {raw!r}")
+        raise ValueError(f"{what} must be a number, got {_shown(raw)}")
     try:
         value = float(raw)
-    except ValueError:
-        raise ValueError(f"{what} must be a number, got {raw!r}") from None
+    except (ValueError, OverflowError):
+        raise ValueError(f"{what} must be a number, got {_shown(raw)}") from None
     if not value > 0 or value != value or value == float("inf"):
-        raise ValueError(f"{what} must be a positive number, got {raw!r}")
+        raise ValueError(f"{what} must be a positive number, got {_shown(raw)}")
+    if value > most:
+        raise ValueError(f"{what} must be at most {int(most):,}, got {_shown(raw)}")
     return value
 
 
@@ -52,16 +68,18 @@ def _positive_number(raw: Any, what: str) -> float:
 def parse_quantity(raw: Any, *, unit: bool = False) -> Quantity:
     """``4`` / ``"4"`` (exactly 4) or ``"4+"`` (at least 4); memory may say ``"32GB+"``."""
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-        raise ValueError(f"expected a number like 4 or '4+', got {raw!r}")
+        raise ValueError(f"expected a number like 4 or '4+', got {_shown(raw)}")
+    most = MAX_MEMORY_GB if unit else MAX_CPUS
     if isinstance(raw, (int, float)):
-        return Quantity(value=_positive_number(raw, "a quantity"))
+        return Quantity(value=_positive_number(raw, "a quantity", most))
     text = raw.strip()
     if unit:
         text = re.sub(r"(?i)\s*(GB|GIB|G)(\+?)$", r"\2", text)
     m = _QUANTITY_RE.match(text)
     if not m:
-        raise ValueError(f"expected a number like 4 or '4+', got {raw!r}")
-    return Quantity(value=_positive_number(m.group(1), "a quantity"), at_least=bool(m.group(2)))
+        raise ValueError(f"expected a number like 4 or '4+', got {_shown(raw)}")
+    value = _positive_number(m.group(1), "a quantity", most)
+    return Quantity(value=value, at_least=bool(m.group(2)))
 
 
 def fmt_quantity(q: Quantity) -> int | float | str:
@@ -74,7 +92,7 @@ def fmt_quantity(q: Quantity) -> int | float | str:
 
 
 def _parse_count(raw: Any, where: str) -> float:
-    value = _positive_number(raw, f"accelerator count in {where!r}")
+    value = _positive_number(raw, f"accelerator count in {where!r}", MAX_ACCELERATORS)
     if value > 1 and not value.is_integer():
         raise ValueError(f"accelerator count in {where!r} must be a whole number when above 1")
     return value
@@ -224,6 +242,8 @@ def parse_size_gb(raw: Any) -> int:
     value = float(m.group(1)) * (1024 if (m.group(2) or "g").lower().startswith("t") else 1)
     if not value.is_integer() or value <= 0:
         raise ValueError(f"disk_size must be a positive whole number of GB, got {raw!r}")
+    if value > MAX_DISK_GB:
+        raise ValueError(f"disk_size must be at most {MAX_DISK_GB:,} GB, got {_shown(raw)}")
     return int(value)
 
 
@@ -234,12 +254,17 @@ def parse_minutes(raw: Any) -> int:
     if isinstance(raw, int):
         if raw < 0:
             raise ValueError(f"minutes must not be negative, got {raw}")
+        if raw > MAX_MINUTES:
+            raise ValueError(f"minutes must be at most {MAX_MINUTES:,} (ten years), "
+                             f"got {_shown(raw)}")
         return raw
     m = _DURATION_RE.match(raw) if isinstance(raw, str) else None
     if not m:
         raise ValueError(f"expected minutes or a duration like '10m', '1h', '1d', got {raw!r}")
-    n = int(m.group(1))
+    digits = m.group(1)
     unit = m.group(2).lower()
-    if unit == "s":
-        return -(-n // 60)
-    return n * {"": 1, "m": 1, "h": 60, "d": 1440}[unit]
+    n = int(digits) if len(digits) <= 12 else MAX_MINUTES * 100_000
+    minutes = -(-n // 60) if unit == "s" else n * {"": 1, "m": 1, "h": 60, "d": 1440}[unit]
+    if minutes > MAX_MINUTES:
+        raise ValueError(f"{raw.strip()!r} is longer than ten years")
+    return minutes

@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from skyc.errors import ConfigError, SpecProblem, TaskSpecError
+from skyc.task.bounds import check_events, check_expansion
 from skyc.task.problems import (
     Duplicate,
     LineMap,
@@ -23,6 +24,7 @@ from skyc.task.problems import (
     problems_from,
     render_path,
 )
+from skyc.task.reading import read_text
 from skyc.task.resources import scalar_to_str
 from skyc.task.spec import ENV_NAME_PATTERN, HEADER_KEYS, JobGroupHeader, Task
 
@@ -88,28 +90,35 @@ def substitute(value: Any, env: Mapping[str, str]) -> Any:
     return value
 
 
-def _read(path: Path, shown: str) -> str:
-    def fail(message: str) -> TaskSpecError:
-        return TaskSpecError([SpecProblem(file=shown, path="", message=message)])
-
-    if not path.exists():
-        raise fail("file not found")
-    if path.is_dir():
-        raise fail("is a directory, not a task file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise fail("is not UTF-8 text") from None
-    except OSError as exc:
-        raise fail(f"cannot be read: {exc.strerror or exc}") from None
-
-
 # libyaml's parser when PyYAML has it (about 10x faster), with the same safe constructor.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class _Constructor(yaml.constructor.SafeConstructor):
+    """PyYAML's safe constructor; a scalar it cannot convert (an integer of more
+    digits than Python converts, a date such as 2020-13-45) is a YAML error at its line."""
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:
+            value = str(node.value)[:40] if isinstance(node, yaml.ScalarNode) else ""
+            what = str(node.tag).rsplit(":", 1)[-1]
+            why = "too many digits" if what == "int" else str(exc)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {what} {value!r}: {why}", node.start_mark
+            ) from None
+
+
+def _construct(nodes: list[Any]) -> list[Any]:
+    """Python data of composed documents; aliases stay shared (not copied)."""
+    constructor = _Constructor()
+    return [None if n is None else constructor.construct_document(n) for n in nodes]
+
+
 def _documents(text: str, shown: str) -> list[tuple[Any, LineMap]]:
     duplicates: list[Duplicate] = []
+    aliases = check_events(text, shown, _LOADER)
     try:
         try:
             nodes = list(yaml.compose_all(text, Loader=_LOADER))
@@ -119,7 +128,9 @@ def _documents(text: str, shown: str) -> list[tuple[Any, LineMap]]:
             # Report the pure-Python parser's error: its wording is the documented one.
             nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
         lines = [line_map(n, duplicates) for n in nodes]
-        data = list(yaml.load_all(text, Loader=_LOADER))
+        if aliases:
+            check_expansion(nodes, shown)
+        data = _construct(nodes)
     except RecursiveAlias as exc:
         raise TaskSpecError([SpecProblem(file=shown, path="", line=exc.line,
                                          message=f"invalid YAML: {exc}")]) from None
@@ -209,7 +220,7 @@ def load_tasks(
     (plan/apply need them); otherwise it is a warning."""
     path = Path(path)
     shown = str(path)
-    docs = _documents(_read(path, shown), shown)
+    docs = _documents(read_text(path, shown), shown)
     errors: list[SpecProblem] = []
     warnings: list[SpecProblem] = []
     header: JobGroupHeader | None = None

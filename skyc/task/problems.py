@@ -3,9 +3,11 @@ the field path as written in YAML, the line, and a did-you-mean for misspelt key
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import re
 import types
+from collections.abc import Iterator
 from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
@@ -143,9 +145,43 @@ def _line(lines: LineMap, loc: Loc) -> int | None:
         parts = parts[:-1]
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _pieces(value: Any, room: int) -> Iterator[str]:
+    """``repr(value)`` in pieces, produced lazily: the caller stops after ``room``
+    characters, so a huge (or alias-shared) value is never rendered whole."""
+    if isinstance(value, dict):
+        yield "{"
+        for i, (k, v) in enumerate(value.items()):
+            yield ", " if i else ""
+            yield from _pieces(k, room)
+            yield ": "
+            yield from _pieces(v, room)
+        yield "}"
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        yield "["
+        for i, v in enumerate(value):
+            yield ", " if i else ""
+            yield from _pieces(v, room)
+        yield "]"
+    elif isinstance(value, (str, bytes)):
+        yield repr(value[:room + 1])
+    elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        yield f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+    elif isinstance(value, (bool, int, float, datetime.date, datetime.time)) or value is None:
+        yield repr(value)
+    else:
+        yield f"<{type(value).__name__}>"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """A repr of ``value`` cut to ``limit`` characters, built only as far as shown."""
+    out: list[str] = []
+    size = 0
+    for piece in _pieces(value, limit):
+        out.append(piece)
+        size += len(piece)
+        if size > limit:
+            return "".join(out)[:limit - 3] + "..."
+    return "".join(out)
 
 
 def _message(err: Any, root: type[BaseModel], clean: Loc) -> tuple[str, str | None]:

@@ -209,7 +209,7 @@ class JobRecovery(_Model):
         BeforeValidator(_upper),
         enum_schema("FAILOVER", "EAGER_NEXT_REGION", "NONE"),
     ] | None = None
-    max_restarts_on_errors: Annotated[StrictInt, Field(ge=0)] | None = None
+    max_restarts_on_errors: Annotated[StrictInt, Field(ge=0, le=10_000)] | None = None
     recover_on_exit_codes: Annotated[
         list[Annotated[StrictInt, Field(ge=0, le=255)]] | None,
         BeforeValidator(lambda v: [v] if isinstance(v, int) else v),

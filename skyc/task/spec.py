@@ -153,7 +153,10 @@ EnvValue = Annotated[str | None, BeforeValidator(scalar_to_str), NULLABLE_SCALAR
 SecretValue = Annotated[
     SecretStr | None, BeforeValidator(scalar_to_str), NULLABLE_SCALAR_SCHEMA
 ]
-SizeGB = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+SizeGB = Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)]
+# The most nodes any task may ask for; each target declares its own, lower, limit
+# (``Capabilities.max_nodes``), checked when the task is planned and applied.
+MAX_NUM_NODES = 10_000
 
 
 class Task(_Model):
@@ -161,7 +164,7 @@ class Task(_Model):
 
     name: str | None = None
     workdir: Workdir | None = None
-    num_nodes: Annotated[StrictInt, Field(gt=0)] = 1
+    num_nodes: Annotated[StrictInt, Field(gt=0, le=MAX_NUM_NODES)] = 1
     resources: Resources = Field(default_factory=Resources)
     envs: dict[EnvName, EnvValue] = Field(default_factory=dict)
     secrets: dict[EnvName, SecretValue] = Field(default_factory=dict)
