@@ -4,15 +4,19 @@ skyc uploads it to ``~/.skyc/agent-<version>.py`` and runs sub-commands over the
 node's transport. Job state lives under ``~/.skyc/jobs/<job_id>/``:
 
     meta.json        name, submission time, number of nodes (head only)
+    <phase>.sh       the phase's script (run as ``bash <phase>.sh``: no argv size limit)
     <phase>.log      output of the phase's command (phase: setup | run)
     <phase>.pgid     process group of the phase's command
     <phase>.exit     exit code, written when the command ends
-    cancelled        present when the job was cancelled
+    cancelled        present when the job was stopped; holds why: user, peer (another
+                     node failed) or abort (the client gave up before the job ran)
 
 A job's environment (secrets included) arrives as JSON on stdin and is kept in
-memory only. Sub-commands that stream end with a trailer line on stderr,
-``__skyc_exit__ <code>``, so the caller can tell the job's exit code from a
-broken connection.
+memory only. Every process a job starts inherits ``SKYC_JOB_MARK=<node token>/<job>``,
+so cancel and stop-all find the processes that left the job's process group
+(``setsid`` daemons) through ``/proc/<pid>/environ``. Sub-commands that stream end
+with a trailer line on stderr, ``__skyc_exit__ <code> [cancelled]``, so the caller can
+tell the job's exit code from a broken connection.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ VERSION = "1"
 EXIT_TRAILER = "__skyc_exit__"
 SINGLE_FILE_MEMBER = ".skyc-single-file"
 PHASES = ("setup", "run")
+MARK_VAR = "SKYC_JOB_MARK"
+MAX_ARG_STRLEN = 131072  # Linux: the longest single argument or NAME=value string
+VANISHED = 137  # a followed job whose files were removed (its node was destroyed)
 
 
 def skyc_dir() -> str:
@@ -65,16 +72,57 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _trailer(code: int) -> None:
+def _trailer(code: int, cancelled: bool = False) -> None:
     sys.stdout.flush()
-    sys.stderr.write(f"{EXIT_TRAILER} {code}\n")
+    sys.stderr.write(f"{EXIT_TRAILER} {code}{' cancelled' if cancelled else ''}\n")
     sys.stderr.flush()
+
+
+def node_token() -> str:
+    """Names this node's jobs among every process of the machine (several local nodes
+    may share one machine and one user)."""
+    home = os.path.realpath(skyc_dir())
+    return hashlib.sha256(home.encode("utf-8")).hexdigest()[:16]
+
+
+def job_mark(job_id: int) -> str:
+    return f"{node_token()}/{job_id}"
+
+
+def marked_pids(job_id: int | None) -> list[int]:
+    """Processes carrying this node's job mark (of one job, or of any job)."""
+    want = (f"{MARK_VAR}={job_mark(job_id)}" if job_id is not None
+            else f"{MARK_VAR}={node_token()}/").encode()
+    exact = job_id is not None
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                entries = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if any((e == want) if exact else e.startswith(want) for e in entries):
+            found.append(int(name))
+    return found
+
+
+def _cancel_reason(job_id: int) -> str | None:
+    text = _read(os.path.join(job_dir(job_id), "cancelled"))
+    return None if text is None else (text.strip() or "user")
 
 
 # ---------------------------------------------------------------- job table
 
 
 def _pid_alive(pgid: int) -> bool:
+    if pgid <= 0:
+        return False
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -89,7 +137,9 @@ def job_status(job_id: int) -> dict[str, Any]:
     meta = json.loads(_read(os.path.join(d, "meta.json")) or "{}")
     info: dict[str, Any] = {"job_id": job_id, "name": meta.get("name"),
                             "submitted": meta.get("submitted"), "exit_code": None}
-    cancelled = os.path.exists(os.path.join(d, "cancelled"))
+    reason = _cancel_reason(job_id)
+    cancelled = reason is not None
+    info["cancelled"] = reason
     status = "PENDING"
     for phase in PHASES:
         started = os.path.exists(os.path.join(d, phase + ".pgid"))
@@ -107,8 +157,9 @@ def job_status(job_id: int) -> dict[str, Any]:
             status = "FAILED_SETUP" if phase == "setup" else "FAILED"
             break
         status = "SUCCEEDED" if phase == "run" else "SETUP_DONE"
-    if cancelled and status not in ("SUCCEEDED",):
-        status = "CANCELLED"
+    if cancelled and status != "SUCCEEDED":
+        # abort: the client gave up before the job ran (a failed sync, a lost client)
+        status = "FAILED" if reason == "abort" and status == "PENDING" else "CANCELLED"
     info["status"] = status
     return info
 
@@ -151,18 +202,30 @@ def _spawn_supervisor(job_id: int, phase: str, spec: dict[str, Any]) -> None:
     try:
         env = dict(os.environ)
         env.update(spec.get("env") or {})
+        env[MARK_VAR] = job_mark(job_id)
         cwd = os.path.expanduser(spec.get("cwd") or "~")
         if not os.path.isdir(cwd):
             cwd = os.path.expanduser("~")
+        script = os.path.join(d, phase + ".sh")
+        _write_atomic(script, spec["command"])
         with open(os.path.join(d, phase + ".log"), "ab") as log:
-            proc = subprocess.Popen(
-                ["bash", "-c", spec["command"]], stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True)
+            try:
+                proc = subprocess.Popen(
+                    ["bash", script], stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True)
+            except OSError as exc:  # E2BIG: an environment value over the kernel's limit
+                log.write(f"skyc: cannot start {phase}: {exc}\n".encode())
+                _write_atomic(os.path.join(d, phase + ".pgid"), "0")
+                os.write(ready_w, b"x")
+                code = 126
+                raise
             _write_atomic(os.path.join(d, phase + ".pgid"), str(proc.pid))
             os.write(ready_w, b"x")
             os.close(ready_w)
             rc = proc.wait()
         code = rc if rc >= 0 else 128 - rc
+    except OSError:
+        pass
     finally:
         _write_atomic(os.path.join(d, phase + ".exit"), str(code))
         os._exit(0)
@@ -189,6 +252,10 @@ def _follow(job_id: int, phase: str, follow: bool, offset: int = 0) -> int:
             continue
         if done or not follow:
             break
+        if not os.path.isdir(d):  # the job's files are gone: its node was destroyed
+            if fh is not None:
+                fh.close()
+            return VANISHED
         pgid_text = _read(os.path.join(d, phase + ".pgid"))
         if pgid_text and not _pid_alive(int(pgid_text)) and not os.path.exists(exit_path):
             time.sleep(0.2)  # the supervisor may be writing the exit code
@@ -222,7 +289,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if code == 0 and args.phase == "setup" and args.setup_hash:
         os.makedirs(skyc_dir(), exist_ok=True)
         _write_atomic(hash_path, args.setup_hash)
-    _trailer(code)
+    _trailer(code, _cancel_reason(args.job) is not None)
     return 0
 
 
@@ -234,8 +301,38 @@ def cmd_tail(args: argparse.Namespace) -> int:
         code = _follow(args.job, phase, args.follow)
         if code != 0:
             break
-    _trailer(code)
+    if code == -1 and _cancel_reason(args.job) is not None and not args.follow:
+        code = 143  # stopped before it started here
+    _trailer(code, _cancel_reason(args.job) is not None)
     return 0
+
+
+def _stop(groups: list[int], job_id: int | None) -> None:
+    """TERM, then KILL, the process groups and every process marked with the job."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = marked_pids(job_id)
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.time() + 3
+        while time.time() < deadline:
+            groups = [g for g in groups if _pid_alive(g)]
+            if not groups and not marked_pids(job_id):
+                return
+            time.sleep(0.05)
+
+
+def _live_groups(job_id: int) -> list[int]:
+    d = job_dir(job_id)
+    groups = []
+    for phase in PHASES:
+        text = _read(os.path.join(d, phase + ".pgid"))
+        if text and int(text) > 0 and not os.path.exists(os.path.join(d, phase + ".exit")):
+            groups.append(int(text))
+    return groups
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -244,26 +341,34 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         sys.stderr.write(f"no job {args.job} on this node\n")
         return 2
     if os.path.exists(os.path.join(d, "run.exit")):
+        _stop([], args.job)  # what the finished job left running (daemons)
         print(json.dumps({"job_id": args.job, "cancelled": False, "reason": "finished"}))
         return 0
     # marked first: a phase that has not started yet will not start
-    open(os.path.join(d, "cancelled"), "w").close()
-    groups = []
-    for phase in PHASES:
-        text = _read(os.path.join(d, phase + ".pgid"))
-        if text and not os.path.exists(os.path.join(d, phase + ".exit")):
-            groups.append(int(text))
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pgid in groups:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, sig)
-        deadline = time.time() + 3
-        while time.time() < deadline and any(_pid_alive(g) for g in groups):
-            time.sleep(0.05)
-        groups = [g for g in groups if _pid_alive(g)]
-        if not groups:
-            break
+    if _cancel_reason(args.job) is None:
+        _write_atomic(os.path.join(d, "cancelled"), args.reason)
+    _stop(_live_groups(args.job), args.job)
     print(json.dumps({"job_id": args.job, "cancelled": True}))
+    return 0
+
+
+def cmd_stop_all(args: argparse.Namespace) -> int:
+    """End every job of this node (before the node is destroyed): mark each unfinished
+    job cancelled, then stop their process groups and every marked process."""
+    ids = sorted(int(n) for n in os.listdir(jobs_dir()) if n.isdigit()) if os.path.isdir(
+        jobs_dir()) else []
+    groups: list[int] = []
+    stopped = []
+    for job_id in ids:
+        d = job_dir(job_id)
+        if not os.path.exists(os.path.join(d, "run.exit")):
+            if _cancel_reason(job_id) is None:
+                with contextlib.suppress(OSError):
+                    _write_atomic(os.path.join(d, "cancelled"), "user")
+            stopped.append(job_id)
+        groups += _live_groups(job_id)
+    _stop(groups, None)
+    print(json.dumps({"stopped": stopped, "left": len(marked_pids(None))}))
     return 0
 
 
@@ -585,7 +690,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_tail)
     p = sub.add_parser("cancel")
     p.add_argument("job", type=int)
+    p.add_argument("--reason", default="user", choices=("user", "peer", "abort"))
     p.set_defaults(fn=cmd_cancel)
+    sub.add_parser("stop-all").set_defaults(fn=cmd_stop_all)
     p = sub.add_parser("status")
     p.add_argument("--job", type=int, default=None)
     p.set_defaults(fn=cmd_status)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,28 +147,25 @@ class LocalTransport:
         on_stdout: OutputSink | None = None,
         timeout: float | None = None,
     ) -> CommandResult:
+        from skyc.runtime.local_process import LocalProcess
+
         try:
-            proc = await asyncio.create_subprocess_exec(
-                "bash", "-c", command, cwd=self.home, env=self._env(),
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True,
-            )
+            proc = await LocalProcess.start(command, self.home, self._env())
         except OSError as exc:
             raise TransportError(f"node {self.node.name}: cannot start bash: {exc}") from None
-        assert proc.stdin and proc.stdout and proc.stderr
-        io = exchange(proc.stdout, proc.stderr, proc.stdin, close_stdin=proc.stdin.close,
+        assert proc.stdin is not None
+        io = exchange(proc.stdout, proc.stderr, proc.stdin, close_stdin=proc.close_stdin,
                       stdin=stdin, on_stdout=on_stdout)
         try:
-            (out, err), _ = await asyncio.wait_for(asyncio.gather(io, proc.wait()), timeout)
+            (out, err), code = await asyncio.wait_for(asyncio.gather(io, proc.wait()), timeout)
         except BaseException as exc:  # timeout, cancellation, or a failing stdin source
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+            await proc.end()
             if isinstance(exc, asyncio.TimeoutError):
                 raise TransportError(
                     f"node {self.node.name}: command timed out after {timeout} s") from None
             raise
-        return CommandResult(proc.returncode or 0, out, err)
+        proc.close_pipes()
+        return CommandResult(code, out, err)
 
     async def close(self) -> None:
         return None
