@@ -208,6 +208,32 @@ def _null_values(
     return out
 
 
+# Fields skyc accepts (SkyPilot task files load unchanged) but does not act on yet.
+_NOT_HONOURED = {
+    "autostop": "skyc does not stop idle clusters yet; 'autostop' is ignored "
+                "(run `skyc destroy` when done, or apply with --down)",
+    "job_recovery": "skyc does not recover managed jobs yet; 'job_recovery' is ignored",
+}
+
+
+def _not_honoured(task: Task, shown: str, lines: LineMap) -> list[SpecProblem]:
+    """A warning for each field that is set but not acted on, where it is set."""
+    res = task.resources
+    entries: list[tuple[tuple[str | int, ...], Any]] = [(("resources",), res)]
+    for kind in ("any_of", "ordered"):
+        entries += [(("resources", kind, i), e) for i, e in enumerate(getattr(res, kind) or [])]
+    out = []
+    for loc, entry in entries:
+        for key, message in _NOT_HONOURED.items():
+            if getattr(entry, key) is not None:
+                where = (*loc, key)
+                out.append(SpecProblem(
+                    file=shown, path=render_path(where), severity="warning", message=message,
+                    line=lines.get(tuple(str(p) for p in where)),
+                ))
+    return out
+
+
 def load_tasks(
     path: str | Path,
     *,
@@ -258,6 +284,7 @@ def load_tasks(
                 file=shown, path="service", line=lines.get(("service",)), severity="warning",
                 message="skyc does not serve models; the 'service' section is ignored",
             ))
+        warnings += _not_honoured(task, shown, lines)
         tasks.append(task)
     if errors:
         raise TaskSpecError(sorted(errors, key=lambda p: p.line or 0))
