@@ -8,6 +8,9 @@ Every section is optional::
       endpoint_url: http://127.0.0.1:5000   # AWS-compatible API (LocalStack, moto, ...)
     backend:                          # remote Terraform state for teams
       s3: {bucket: my-state, key: skyc, region: us-east-1, dynamodb_table: locks}
+    engine: terraform                 # or pulumi; or per target: {aws: pulumi, default: terraform}
+    pulumi:
+      backend_url: s3://my-state/skyc   # Pulumi state; default file://$SKYC_HOME/pulumi
     ssh_pools:
       lab:
         hosts: [10.0.0.5, 10.0.0.6]
@@ -21,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -46,6 +49,13 @@ class SshPool(_Model):
     accelerators: str | dict[str, int] | None = None
     cpus: float | None = None
     memory: float | None = None
+
+
+EngineName = Literal["terraform", "pulumi"]
+
+
+class PulumiConfig(_Model):
+    backend_url: str | None = None    # file://, s3://, gs://, azblob://, https://api.pulumi.com
 
 
 _SECRET_KEY = re.compile(r"secret|password|token|access_key|credential|sas|client_secret", re.I)
@@ -73,6 +83,15 @@ class SkycConfig(_Model):
                     )
         return value
     ssh_pools: dict[str, SshPool] = Field(default_factory=dict)
+    engine: EngineName | dict[str, EngineName] | None = None
+    pulumi: PulumiConfig = Field(default_factory=PulumiConfig)
+
+    def engine_for(self, target: str) -> tuple[str | None, str | None]:
+        """(the engine the config names for ``target``, the config-wide default)."""
+        if isinstance(self.engine, dict):
+            return self.engine.get(target), self.engine.get("default")
+        return None, self.engine
+    kubernetes: KubernetesConfig = Field(default_factory=lambda: KubernetesConfig())
 
 
 def skyc_home() -> Path:
@@ -104,3 +123,9 @@ def load_config(path: Path | None = None) -> SkycConfig:
         raise ConfigError(
             f"{path}: {problems}", hint="see the config format in skyc/config.py"
         ) from None
+
+
+# Last: importing the compiler package imports this module back.
+from skyc.compiler.kubernetes.config import KubernetesConfig  # noqa: E402
+
+SkycConfig.model_rebuild()
