@@ -30,6 +30,10 @@ bad parameters (image, size, template)      cloud        no
 ``InvalidTemplateDeployment`` and ``ResourceDeploymentFailure`` only wrap the
 real error: the inner code (or, when the wrapper names none, the inner
 message) decides.
+
+A spot VM evicted while it is still being created carries no error code: Azure
+deletes it (eviction policy Delete) and later reads answer 404, so there is
+nothing here to classify; the engine sees the resource vanish.
 """
 
 from __future__ import annotations
