@@ -92,6 +92,7 @@ class SkycConfig(_Model):
             return self.engine.get(target), self.engine.get("default")
         return None, self.engine
     kubernetes: KubernetesConfig = Field(default_factory=lambda: KubernetesConfig())
+    azure: AzureConfig = Field(default_factory=lambda: AzureConfig())
 
 
 def skyc_home() -> Path:
@@ -126,6 +127,7 @@ def load_config(path: Path | None = None) -> SkycConfig:
 
 
 # Last: importing the compiler package imports this module back.
+from skyc.compiler.azure.config import AzureConfig  # noqa: E402
 from skyc.compiler.kubernetes.config import KubernetesConfig  # noqa: E402
 
 SkycConfig.model_rebuild()

@@ -139,3 +139,19 @@ def test_config_model_checks_the_subscription_id() -> None:
         AzureConfig(subscription_id="research")
     with pytest.raises(ValidationError):
         AzureConfig.model_validate({"subscription_id": SUB, "client_secret": "x"})
+
+
+def test_the_config_file_carries_the_azure_section(tmp_path: Path) -> None:
+    from skyc.config import load_config
+    from skyc.errors import ConfigError
+
+    path = tmp_path / "config.yaml"
+    path.write_text(f"azure:\n  subscription_id: {SUB}\n")
+    assert credentials(load_config(path).azure, env={}, home=tmp_path).reason.startswith(
+        "no Azure login")
+    _cli_login(tmp_path)
+    found = credentials(load_config(path).azure, env={}, home=tmp_path)
+    assert found.subscription_id == SUB and "config" in found.reason
+    path.write_text("azure:\n  subscription_id: research\n")
+    with pytest.raises(ConfigError, match=r"azure\.subscription_id"):
+        load_config(path)
