@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from skyc import __version__
 
@@ -48,3 +52,30 @@ def test_every_command_has_help() -> None:
         out = _skyc(*command.split(), "--help")
         assert out.returncode == 0, (command, out.stderr[-2000:])
         assert "Usage" in out.stdout and "Traceback" not in out.stderr, command
+
+
+@pytest.mark.parametrize(("args", "flag", "why"), [
+    (("apply", "t.yaml", "-y", "--max-attempts", "0"), "--max-attempts", "from 1 to 1,000"),
+    (("apply", "t.yaml", "-y", "--max-attempts", "-3"), "--max-attempts", "from 1 to 1,000"),
+    (("apply", "t.yaml", "-y", "--max-attempts", "two"), "--max-attempts", "a whole number"),
+    (("apply", "t.yaml", "-y", "--timeout", "-1"), "--timeout", "more than 0 seconds"),
+    (("apply", "t.yaml", "-y", "--timeout", "nan"), "--timeout", "finite number of seconds"),
+    (("apply", "t.yaml", "-y", "--timeout", "inf"), "--timeout", "finite number of seconds"),
+    (("apply", "t.yaml", "-y", "--lock-timeout", "nan"), "--lock-timeout", "finite number"),
+    (("apply", "t.yaml", "-y", "--lock-timeout", "-5"), "--lock-timeout", "0 or more seconds"),
+    (("logs", "c", "0"), "job", "from 1 to"),
+    (("cancel", "c", "99999999999999999999999"), "job", "a whole number"),
+])
+def test_numeric_flags_are_validated(
+    args: tuple[str, ...], flag: str, why: str, tmp_path: Path
+) -> None:
+    (tmp_path / "t.yaml").write_text("name: t\nresources:\n  infra: local\nrun: echo hi\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "skyc", *args], capture_output=True, text=True, timeout=60,
+        cwd=tmp_path, env={**os.environ, "SKYC_HOME": str(tmp_path / "home"),
+                           "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert out.returncode == 2, out
+    assert f"Invalid value for '{flag}': " in out.stderr and why in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "home" / "clusters").exists()

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from skyc.cli import params
+
 _APPLY_HELP = """Plan, provision (with failover), sync, set up and run a task.
 
 Stages: optimize the placement, compile the cluster's stack, apply it with the
@@ -36,10 +38,16 @@ def apply_cmd(
     retry_until_up: bool = typer.Option(
         False, "--retry-until-up", help="Keep cycling through placements (with backoff)."
     ),
-    max_attempts: int = typer.Option(8, "--max-attempts", help="Failover attempt limit."),
-    timeout: float = typer.Option(3600.0, "--timeout", help="Provisioning time limit, seconds."),
+    max_attempts: int = typer.Option(
+        8, "--max-attempts", parser=params.ATTEMPTS, help="Failover attempt limit (1-1000)."
+    ),
+    timeout: float = typer.Option(
+        3600.0, "--timeout", parser=params.TIMEOUT,
+        help="Provisioning time limit, seconds (more than 0).",
+    ),
     lock_timeout: float = typer.Option(
-        600.0, "--lock-timeout", help="Seconds to wait for another skyc on this cluster."
+        600.0, "--lock-timeout", parser=params.LOCK_TIMEOUT,
+        help="Seconds to wait for another skyc on this cluster (0: do not wait).",
     ),
     any_region: bool = typer.Option(
         False, "--any-region", help="Let an existing cluster move out of its region."
@@ -62,6 +70,10 @@ def apply_cmd(
         task_file, env=parse_env_flags(env), secrets=parse_secret_flags(secret),
         require_values=True,
     )
+    from skyc.cli.output import print_warning
+
+    for warning in task_set.warnings:
+        print_warning(warning.render())
     opts = LaunchOptions(
         cluster=cluster, infra=infra, catalog_dir=catalog, target=optimize, down=down,
         detach=detach, rerun_setup=setup, lock_timeout=lock_timeout, anywhere=any_region,

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from skyc.cli import params
+
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
     from skyc.runtime import JobResult
@@ -107,7 +109,8 @@ def queue_cmd(cluster: str = typer.Argument(..., help="Name of a running cluster
 
 def logs_cmd(
     cluster: str = typer.Argument(..., help="Name of a running cluster."),
-    job: int | None = typer.Argument(None, help="Job id (default: the latest job)."),
+    job: int | None = typer.Argument(
+        None, parser=params.JOB_ID, help="Job id (default: the latest job)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until it ends."),
 ) -> None:
     """Print a job's logs from every node, each line prefixed with its node."""
@@ -122,7 +125,7 @@ def logs_cmd(
 
 def cancel_cmd(
     cluster: str = typer.Argument(..., help="Name of a running cluster."),
-    job: int = typer.Argument(..., help="Job id."),
+    job: int = typer.Argument(..., parser=params.JOB_ID, help="Job id."),
 ) -> None:
     """Stop a job on every node (its whole process tree)."""
     from skyc.cli.output import console
