@@ -1,0 +1,46 @@
+"""The ``gcp:`` section of the config file.
+
+::
+
+    gcp:
+      project: my-project      # else GOOGLE_CLOUD_PROJECT / CLOUDSDK_CORE_PROJECT, else the
+                               # credentials file's project, else gcloud's active project
+
+Only pydantic here: the config module imports this model. Credentials never go
+in the config file: application default credentials are read where they are
+(see ``credentials``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+# GCP project ids: 6 to 30 lower-case letters, digits and hyphens, starting with a
+# letter and not ending with a hyphen; old domain-scoped ids carry ``domain:``.
+_PROJECT = re.compile(r"^(?:[a-z][a-z0-9.-]*\.[a-z]{2,}:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+
+
+def is_project_id(value: str) -> bool:
+    """Whether ``value`` has the shape of a GCP project id (not a project number or name)."""
+    return bool(_PROJECT.match(value))
+
+
+class GcpConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    project: str | None = None
+
+    @field_validator("project")
+    @classmethod
+    def _project_id(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        if not is_project_id(value):
+            raise ValueError(
+                f"{value!r} is not a project id (6-30 lower-case letters, digits and "
+                "hyphens, starting with a letter; `gcloud projects list` shows yours)"
+            )
+        return value
