@@ -93,6 +93,7 @@ class SkycConfig(_Model):
         return None, self.engine
     kubernetes: KubernetesConfig = Field(default_factory=lambda: KubernetesConfig())
     azure: AzureConfig = Field(default_factory=lambda: AzureConfig())
+    gcp: GcpConfig = Field(default_factory=lambda: GcpConfig())
 
 
 def skyc_home() -> Path:
@@ -128,6 +129,7 @@ def load_config(path: Path | None = None) -> SkycConfig:
 
 # Last: importing the compiler package imports this module back.
 from skyc.compiler.azure.config import AzureConfig  # noqa: E402
+from skyc.compiler.gcp.config import GcpConfig  # noqa: E402
 from skyc.compiler.kubernetes.config import KubernetesConfig  # noqa: E402
 
 SkycConfig.model_rebuild()

@@ -149,3 +149,24 @@ def test_config_section_validates_the_project() -> None:
             GcpConfig(project=bad)
     with pytest.raises(ValidationError):
         GcpConfig.model_validate({"projet": "my-project-1"})
+
+
+def test_gcp_section_of_the_config_file(tmp_path: Path) -> None:
+    from skyc.config import load_config
+    from skyc.errors import ConfigError
+
+    path = tmp_path / "config.yaml"
+    path.write_text("gcp:\n  project: my-project-1\n")
+    config = load_config(path)
+    assert config.gcp.project == "my-project-1"
+    found = credentials({}, tmp_path, config.gcp)
+    assert not found.ok  # a project alone is no login
+    _adc(tmp_path, _user(project=None))
+    assert credentials({}, tmp_path, config.gcp).project == "my-project-1"
+    assert load_config(tmp_path / "missing.yaml").gcp.project is None
+    path.write_text("gcp:\n  projet: my-project-1\n")
+    with pytest.raises(ConfigError, match=r"gcp\.projet"):
+        load_config(path)
+    path.write_text("gcp:\n  project: My_Project\n")
+    with pytest.raises(ConfigError, match=r"gcp\.project: .*is not a project id"):
+        load_config(path)
