@@ -18,6 +18,7 @@ from skyc.errors import ProvisionError, ProvisionFailure, SkycError, Unsupported
 from skyc.failover import Attempt, FailoverPolicy, provision_with_failover
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement, Plan
+from skyc.preflight import check_cluster_reuse, check_placement, check_task
 
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
@@ -66,10 +67,15 @@ class LaunchResult:
     failure: str | None = None   # which node failed and how, when exit_code != 0
 
 
+def stack_safe_name(raw: str | None) -> str:
+    """``raw`` (a task's name) as a cluster name: lower-case letters, digits and '-',
+    at most 40 characters; ``skyc-cluster`` when nothing of it is left."""
+    return re.sub(r"[^a-z0-9-]+", "-", (raw or "").lower()).strip("-")[:40] or "skyc-cluster"
+
+
 def cluster_name_for(task: Task, explicit: str | None) -> str:
     """The cluster's name: ``-c NAME``, else the task's name, made stack-safe."""
-    raw = explicit or task.name or "skyc-cluster"
-    name = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")[:40] or "skyc-cluster"
+    name = stack_safe_name(explicit or task.name)
     if explicit and name != explicit:
         raise SkycError(
             f"cluster name {explicit!r} is not valid",
@@ -82,8 +88,17 @@ def cluster_names_for(tasks: Sequence[Task], explicit: str | None = None) -> lis
     """The cluster of each task, by :func:`cluster_name_for`; a repeated name gets its
     position as a suffix."""
     names: list[str] = []
+    raw: dict[str, str | None] = {}
     for task in tasks:
         name = cluster_name_for(task, explicit)
+        if not explicit and name in raw and raw[name] != task.name:
+            raise SkycError(
+                f"tasks {raw[name]!r} and {task.name!r} would share cluster {name!r} "
+                "(a cluster name keeps lower-case letters, digits and '-', 40 at most)",
+                hint="give the tasks names that differ in those characters, or apply "
+                "each task with -c NAME",
+            )
+        raw.setdefault(name, task.name)
         if name in names:
             name = f"{name}-{len(names)}"
         names.append(name)
@@ -138,9 +153,11 @@ def launch(
             hint="split the pipeline into files, or use `skyc plan` to see its placement",
         )
     task = tasks[0]
+    check_task(task)
     config = load_config()
     name = cluster_name_for(task, opts.cluster)
     db = StateDB()
+    check_cluster_reuse(name, task, opts.cluster, [j.name for j in db.list_jobs(name)])
     with cluster_lock(
         name, timeout=opts.lock_timeout,
         on_wait=lambda msg: reporter.stage("waiting for lock", msg),
@@ -189,6 +206,8 @@ def _provision(
     plan = make_plan([task], pinned, config=config)
     reporter.plan(plan)
     candidates = task.candidates()
+    chosen = plan.tasks[0].placement
+    check_placement(task, name, chosen, candidates[chosen.candidate_index], config)
     if opts.confirm is not None:
         _confirm_changes(name, plan.tasks[0].placement, candidates, config, opts.confirm)
 

@@ -73,6 +73,9 @@ def exec_cmd(
         raise UnsupportedFeature(
             f"{task}: holds {len(task_file.tasks)} tasks; exec runs a single task")
     the_task = task_file.tasks[0]
+    from skyc.preflight import check_task
+
+    check_task(the_task)
     if the_task.num_nodes > len(info.nodes):
         raise ConfigError(
             f"{task}: num_nodes is {the_task.num_nodes}, but cluster '{cluster}' has "

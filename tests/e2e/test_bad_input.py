@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.e2e.conftest import Result, Skyc
+from tests.e2e.conftest import REPO, Result, Skyc
 
 
 def _refused(result: Result) -> str:
@@ -46,3 +46,105 @@ def test_apply_without_yes_and_without_a_tty_is_refused(skyc: Skyc) -> None:
     err = _refused(skyc("apply", "loc.yaml"))
     assert "--yes" in err and "not a terminal" in err, err
     _no_clusters_left(skyc)
+
+
+def _no_engine_ran(skyc: Skyc) -> None:
+    """No workspace (stack, engine state) and no cluster record: nothing was created."""
+    _no_clusters_left(skyc)
+    assert not (skyc.home / "clusters").exists(), list((skyc.home / "clusters").iterdir())
+
+
+def test_bucket_mounts_and_missing_paths_are_refused_before_provisioning(skyc: Skyc) -> None:
+    skyc.write("mounts.yaml", """\
+name: mounts
+resources:
+  infra: local
+workdir: ./no-such-dir
+file_mounts:
+  /data: s3://my-bucket/data
+  /store:
+    name: my-bucket
+  /local: ./missing.txt
+run: echo hi
+""")
+    err = _refused(skyc("apply", "mounts.yaml", "--yes"))
+    assert "task 'mounts' cannot run, nothing was created" in err, err
+    for reason in ("workdir: ./no-such-dir is not a directory",
+                   "file_mounts./data: 's3://my-bucket/data' is a bucket",
+                   "file_mounts./store: storage mounts (buckets) are not supported",
+                   "file_mounts./local: ./missing.txt does not exist"):
+        assert reason in err, err
+    _no_engine_ran(skyc)
+
+
+def test_more_nodes_than_the_target_allows_is_refused_by_plan_and_apply(skyc: Skyc) -> None:
+    skyc.write("many.yaml", "name: many\nnum_nodes: 65\nresources:\n  infra: local\n"
+                            "run: echo hi\n")
+    for args in (("plan", "many.yaml", "--no-diff"), ("apply", "many.yaml", "--yes")):
+        err = _refused(skyc(*args))
+        assert "num_nodes: 65 is more than local supports in one cluster (64)" in err, err
+    _no_engine_ran(skyc)
+
+
+def test_an_image_the_target_cannot_use_is_refused_before_provisioning(skyc: Skyc) -> None:
+    skyc.write("img.yaml", "name: img\nresources:\n  infra: local\n  image_id: docker:ubuntu\n"
+                           "run: echo hi\n")
+    err = _refused(skyc("apply", "img.yaml", "--yes"))
+    assert "image_id: local does not use machine images" in err, err
+    _no_engine_ran(skyc)
+
+
+def test_a_target_skyc_cannot_provision_is_refused_before_provisioning(skyc: Skyc) -> None:
+    skyc.write("gcp.yaml", "name: gcpjob\nresources:\n  infra: gcp\n  cpus: 2\nrun: echo hi\n")
+    err = _refused(skyc("apply", "gcp.yaml", "--yes"))
+    assert "skyc cannot provision on 'gcp' yet" in err, err
+    _no_engine_ran(skyc)
+
+
+def test_a_secret_without_a_value_is_refused(skyc: Skyc) -> None:
+    skyc.write("sec.yaml", "name: sec\nresources:\n  infra: local\nsecrets:\n  TOKEN: null\n"
+                           "run: echo hi\n")
+    err = _refused(skyc("apply", "sec.yaml", "--yes"))
+    assert "secrets.TOKEN" in err and "--secret TOKEN" in err, err
+    _no_engine_ran(skyc)
+
+
+def test_fields_not_honoured_are_warned_about(skyc: Skyc) -> None:
+    skyc.write("auto.yaml", "name: auto\nresources:\n  infra: local\n  autostop: 10m\n"
+                            "  job_recovery: FAILOVER\n")
+    for args in (("validate", "auto.yaml"), ("plan", "auto.yaml", "--no-diff")):
+        result = skyc.ok(*args)
+        assert "warning:" in result.stderr and "'autostop' is ignored" in result.stderr, result
+        assert "'job_recovery' is ignored" in result.stderr, result
+    result = skyc("apply", "auto.yaml", "--yes", "--down")
+    assert "'autostop' is ignored" in result.stderr, str(result)
+
+
+def test_alias_bombs_get_a_clean_verdict_in_every_command(skyc: Skyc) -> None:
+    bomb = REPO / "tests" / "fixtures" / "task" / "hostile" / "bomb-config.yaml"
+    for args in (("validate", str(bomb)), ("plan", str(bomb), "--no-diff"),
+                 ("compile", str(bomb), "-o", "out"), ("apply", str(bomb), "--yes")):
+        result = skyc(*args, timeout=30)
+        err = _refused(result)
+        assert "config.f: expands to more than 500,000 values" in err, err
+        assert result.seconds < 10, str(result)
+    _no_engine_ran(skyc)
+
+
+def test_two_task_names_with_one_cluster_name_are_refused(skyc: Skyc) -> None:
+    skyc.write("pipe.yaml", "name: 日本\nrun: echo 1\n---\nname: 中文\nrun: echo 2\n")
+    err = _refused(skyc("plan", "pipe.yaml"))
+    assert "tasks '日本' and '中文' would share cluster 'skyc-cluster'" in err, err
+    assert "-c NAME" in err, err
+
+
+def test_a_cluster_named_after_another_task_is_not_reused_silently(skyc: Skyc) -> None:
+    skyc.write("a.yaml", "name: 日本\nresources:\n  infra: local\nrun: echo one\n")
+    skyc.write("b.yaml", "name: 中文\nresources:\n  infra: local\nrun: echo two\n")
+    skyc.ok("apply", "a.yaml", "--yes")
+    err = _refused(skyc("apply", "b.yaml", "--yes"))
+    assert "tasks '中文' and '日本' would share cluster 'skyc-cluster'" in err, err
+    assert "-c skyc-cluster" in err and "-c NAME" in err, err
+    assert skyc("logs", "skyc-cluster").stdout.count("two") == 0
+    skyc.ok("apply", "b.yaml", "--yes", "-c", "skyc-cluster")
+    skyc.ok("destroy", "skyc-cluster", "--yes")
