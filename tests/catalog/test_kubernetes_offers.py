@@ -28,7 +28,7 @@ from skyc.compiler.kubernetes.labels import accelerator_from_labels, gpu_model
 from skyc.compiler.kubernetes.nodes import node_list_offers
 from skyc.compiler.kubernetes.offers import context_offers, offers_for
 from skyc.config import SkycConfig, load_config
-from skyc.errors import CatalogError, ConfigError
+from skyc.errors import CatalogError, ConfigError, InfeasibleError
 from skyc.optimizer import optimize
 from tests.optimizer.helpers import make_task
 
@@ -304,3 +304,31 @@ def test_live_read_unknown_context_and_unreachable(tmp_path: Path, api_server: s
     dead = _kubeconfig(tmp_path, "http://127.0.0.1:9")  # discard port: nothing listens
     with pytest.raises(CatalogError, match="cannot reach the API server"):
         discovery.read_nodes("lab", kubeconfig=dead, timeout=2)
+
+
+def test_planning_does_not_import_the_client() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, skyc.config, skyc.compiler.kubernetes.offers, "
+            "skyc.compiler.kubernetes.errors, skyc.compiler.kubernetes.credentials; "
+            "print('kubernetes' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_plan_from_the_last_read(tmp_path: Path) -> None:
+    ctx = "gke_ml_us-central1_prod"
+    discovery.write_cache(ctx, _nodes("gke"), home=tmp_path)
+    cat = load_catalog(clouds=[], fixed=offers_for(SkycConfig(), home=tmp_path))
+    tpu = make_task({"candidates": [{"accelerator": {"name": "tpu-v5e-16", "count": 1}}]})
+    p = optimize([tpu], cat).tasks[0].placement
+    assert (p.infra, p.accelerators) == (f"kubernetes/{ctx}", {"tpu-v5litepod-16": 1})
+    h100 = make_task({"num_nodes": 2, "candidates": [{"accelerator": {"name": "H100",
+                                                                      "count": 8}}]})
+    assert optimize([h100], cat).tasks[0].placement.num_nodes == 2
+    three = make_task({"num_nodes": 3, "candidates": [{"accelerator": {"name": "H100",
+                                                                       "count": 8}}]})
+    with pytest.raises(InfeasibleError):
+        optimize([three], cat)  # two H100 nodes in the context
