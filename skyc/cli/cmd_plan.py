@@ -54,7 +54,11 @@ def _print_wide(renderable: Any) -> None:
         return
     from rich.console import Console
 
-    Console(highlight=False, width=max(console.width, 160)).print(renderable)
+    from skyc.cli.output import escaping_hook
+
+    wide = Console(highlight=False, width=max(console.width, 160))
+    wide.push_render_hook(escaping_hook())
+    wide.print(renderable)
 
 
 def _acc_text(p: Placement) -> str:
@@ -87,6 +91,16 @@ def _print_plan(plan: Plan) -> None:
     src = f"catalog {plan.catalog.source} {plan.catalog.date}" if plan.catalog else ""
     console.print(f"[bold]plan:[/] {chosen} at ${plan.hourly_cost:.4f}/hr{egress} "
                   f"(optimize {plan.optimize}; {src})", soft_wrap=True)
+
+
+def _check_node_limits(plan: Plan) -> None:
+    """Refuse a plan whose num_nodes is more than its target supports."""
+    from skyc.preflight import Refused, node_limit_problem
+
+    for tp in plan.tasks:
+        problem = node_limit_problem(tp.placement.cloud, tp.placement.num_nodes)
+        if problem is not None:
+            raise Refused(f"task '{tp.name}' on {tp.placement.infra}", [problem])
 
 
 def plan_cmd(
@@ -149,6 +163,7 @@ def plan_cmd(
     parallel = task_set.header is not None and task_set.header.execution == "parallel"
     plan = run_optimizer(tasks, cat, target="time" if optimize == "time" else "cost",
                          infra=infra, edges=[] if parallel else None)
+    _check_node_limits(plan)
     if fmt == "table":
         _print_plan(plan)
     stacks = None

@@ -5,11 +5,15 @@ costs tens of milliseconds to import, and commands that only print a line or
 an error (``skyc validate``, ``skyc --help``'s error paths) never pay for it.
 ``print_error``, ``print_warning`` and ``print_line`` write plain text (with
 ANSI colour only on a terminal, unless ``NO_COLOR`` is set) without rich.
+Everything printed through them or the consoles has its control characters
+escaped (:func:`safe`): a task's name or value cannot move the cursor or clear
+the screen.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import IO, TYPE_CHECKING, Any, cast
 
@@ -33,6 +37,7 @@ class _LazyConsole:
             from rich.console import Console
 
             self._console = Console(stderr=self._stderr, highlight=False)
+            self._console.push_render_hook(escaping_hook())
         return self._console
 
     def __getattr__(self, name: str) -> Any:
@@ -41,6 +46,42 @@ class _LazyConsole:
 
 console = cast("Console", _LazyConsole(stderr=False))
 err_console = cast("Console", _LazyConsole(stderr=True))
+
+
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides
+# (which reorder what a terminal shows): a task's name or value can hold any of them.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str) -> str:
+    """``text`` with control characters and escape sequences shown, not obeyed:
+    ESC becomes the four characters ``\\x1b``; newlines and tabs are kept."""
+    if not _UNSAFE.search(text):
+        return text
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                       else f"\\u{ord(m.group()):04x}", text)
+
+
+def escaping_hook() -> Any:
+    """A rich render hook that escapes control characters in everything printed
+    through the shared consoles (tables, markup, plain text); rich's own styling
+    is added after it and is kept."""
+    from rich.console import RenderHook
+    from rich.segment import Segment
+
+    class _Escaped:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __rich_console__(self, console: Any, options: Any) -> Any:
+            for seg in console.render(self.inner, options):
+                yield seg if seg.control else Segment(safe(seg.text), seg.style)
+
+    class _Hook(RenderHook):
+        def process_renderables(self, renderables: list[Any]) -> list[Any]:
+            return [_Escaped(r) for r in renderables]
+
+    return _Hook()
 
 
 def _colour(stream: IO[str]) -> bool:
@@ -60,28 +101,28 @@ def _label(name: str, stream: IO[str], text: str | None = None) -> str:
 def print_line(message: str, *, err: bool = False) -> None:
     """One plain line (no markup is interpreted) on stdout, or stderr with ``err``."""
     stream = sys.stderr if err else sys.stdout
-    stream.write(message + "\n")
+    stream.write(safe(message) + "\n")
     stream.flush()
 
 
 def print_error(exc: SkycError) -> None:
     """Print an error the way every command does: message, then the hint."""
     stream = sys.stderr
-    lines = [f"{_label('error', stream)} {exc}"]
+    lines = [f"{_label('error', stream)} {safe(str(exc))}"]
     if exc.hint:
-        lines.append(f"{_label('hint', stream)} {exc.hint}")
+        lines.append(f"{_label('hint', stream)} {safe(exc.hint)}")
     stream.write("\n".join(lines) + "\n")
     stream.flush()
 
 
 def print_warning(message: str) -> None:
     stream = sys.stderr
-    stream.write(f"{_label('warning', stream)} {message}\n")
+    stream.write(f"{_label('warning', stream)} {safe(message)}\n")
     stream.flush()
 
 
 def print_problem(kind: str, message: str) -> None:
     """``error: ...`` or ``warning: ...`` for one problem of a file (stderr)."""
     stream = sys.stderr
-    stream.write(f"{_label(kind, stream)} {message}\n")
+    stream.write(f"{_label(kind, stream)} {safe(message)}\n")
     stream.flush()

@@ -161,3 +161,13 @@ def test_help_renders(home: Path, cmd: list[str]) -> None:
     r = skyc(home, *cmd, "--help")
     assert r.returncode == 0, r.stderr
     assert "Usage" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_a_task_name_with_escape_sequences_is_shown_escaped(tmp_path: Path, home: Path) -> None:
+    path = task(tmp_path, 'name: "evil\\e[2J\\e]0;pwned\\a\\u202e"\nresources:\n'
+                          "  infra: local\nrun: echo hi\n")
+    out = skyc(home, "plan", path)
+    assert out.returncode == 0, out.stderr
+    for raw in ("\x1b", "\x07", "\u202e"):
+        assert raw not in out.stdout and raw not in out.stderr, repr(out.stdout)
+    assert "task evil\\x1b[2J\\x1b]0;pwned" in out.stdout, out.stdout

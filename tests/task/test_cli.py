@@ -82,3 +82,19 @@ def test_schema() -> None:
     assert schema["$defs"]["Task"]["additionalProperties"] is False
     resources = schema["$defs"]["Resources"]["properties"]
     assert {"accelerators", "infra", "any_of", "gpus", "cloud"} <= set(resources)
+
+
+def test_control_characters_in_a_file_are_escaped_in_problems(tmp_path: Path) -> None:
+    path = tmp_path / "esc.yaml"
+    path.write_text('"bad\\e[2J\\e]0;title\\a": 1\nname: "x\\e[31m"\nenvs: 3\n')
+    out = skyc("validate", str(path))
+    assert out.returncode == 1
+    assert "\x1b" not in out.stderr and "\x07" not in out.stderr, repr(out.stderr)
+    assert "unknown field 'bad\\x1b[2J\\x1b]0;title\\x07'" in out.stderr, out.stderr
+
+
+def test_output_helpers_escape_controls_and_keep_newlines() -> None:
+    from skyc.cli.output import safe
+
+    assert safe("a\x1b[2Jb\r\x00\x9b\u202e\nc\td") == "a\\x1b[2Jb\\x0d\\x00\\x9b\\u202e\nc\td"
+    assert safe("plain 日本") == "plain 日本"
