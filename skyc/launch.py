@@ -22,7 +22,7 @@ from skyc.preflight import check_cluster_reuse, check_placement, check_task
 
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
-    from skyc.runtime import JobResult
+    from skyc.runtime import JobResult, JobSpec
     from skyc.state import ClusterRecord, StateDB
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
@@ -34,6 +34,8 @@ class LaunchReporter(Protocol):
     def attempt(self, attempt: Attempt, next_placement: Placement | None) -> None: ...
     def engine_event(self, event: Any) -> None: ...
     def log_line(self, node: str, line: str) -> None: ...
+    # A reporter may also have ``log_bytes(data: bytes)``: job output as prefixed bytes,
+    # the fast path (used instead of log_line when present).
 
 
 class Interrupted(SkycError):
@@ -54,6 +56,7 @@ class LaunchOptions:
     lock_timeout: float = 600.0
     failover: FailoverPolicy = field(default_factory=FailoverPolicy)
     anywhere: bool = False   # allow re-provisioning a known cluster outside its region
+    engine: str | None = None  # terraform or pulumi; None: the config's, else the target's
     confirm: Callable[[str], bool] | None = None  # asked with the change summary; None = yes
 
 
@@ -154,6 +157,7 @@ def launch(
         )
     task = tasks[0]
     check_task(task)
+    spec = _job_spec(task)  # refused now (e.g. an environment too large), not after apply
     config = load_config()
     name = cluster_name_for(task, opts.cluster)
     db = StateDB()
@@ -173,7 +177,7 @@ def launch(
                 f"or `skyc destroy {name}` to remove what was created",
             ) from None
         try:
-            exit_code, job_id, failure = _run(task, info, opts, db, reporter)
+            exit_code, job_id, failure = _run(task, spec, info, opts, db, reporter)
         finally:
             if opts.down and not opts.detach:
                 reporter.stage("down", name)
@@ -189,6 +193,7 @@ def _provision(
     db: StateDB,
     reporter: LaunchReporter,
 ) -> tuple[ClusterInfo, Placement, list[Attempt]]:
+    from skyc.compiler import choose_engine, target
     from skyc.infra import missing_credentials
     from skyc.provision import destroy_attempt, provision
 
@@ -209,7 +214,8 @@ def _provision(
     chosen = plan.tasks[0].placement
     check_placement(task, name, chosen, candidates[chosen.candidate_index], config)
     if opts.confirm is not None:
-        _confirm_changes(name, plan.tasks[0].placement, candidates, config, opts.confirm)
+        _confirm_changes(name, plan.tasks[0].placement, candidates, config, opts.confirm,
+                         opts.engine)
 
     engine_ran: list[Placement] = []
 
@@ -221,12 +227,15 @@ def _provision(
                 ProvisionFailure(code="NoCredentials", scope="cloud", retryable=True,
                                  cloud=p.cloud),
             )
-        reporter.stage("provision", p.infra)
+        recorded = db.get_cluster(name)
+        prior = recorded.engine if recorded and recorded.engine in target(p.cloud).engines else None
+        engine = choose_engine(p.cloud, opts.engine or prior, config)
+        reporter.stage("provision", f"{p.infra} ({engine})")
         engine_ran.append(p)
-        db.upsert_cluster_from_placement(name, p, status="INIT")
+        db.upsert_cluster_from_placement(name, p, status="INIT", engine=engine)
         return provision(
             name, p, candidates[p.candidate_index], config=config,
-            progress=reporter.engine_event,
+            progress=reporter.engine_event, engine=engine,
         )
 
     def cleanup(p: Placement) -> None:
@@ -267,10 +276,12 @@ def _confirm_changes(
     candidates: Sequence[ResourceCandidate],
     config: SkycConfig,
     confirm: Callable[[str], bool],
+    engine: str | None = None,
 ) -> None:
     from skyc.provision import plan_changes
 
-    diff = plan_changes(name, placement, candidates[placement.candidate_index], config=config)
+    diff = plan_changes(name, placement, candidates[placement.candidate_index], config=config,
+                        engine=engine)
     counts = ", ".join(f"{n} to {a}" for a, n in diff.summary().items() if a != "no-op")
     lines = [f"cluster {name}: {counts or 'no changes'}"]
     lines += [
@@ -280,32 +291,64 @@ def _confirm_changes(
         raise SkycError("apply cancelled; nothing was changed")
 
 
-def _run(
-    task: Task, info: ClusterInfo, opts: LaunchOptions, db: StateDB, reporter: LaunchReporter
-) -> tuple[int, int | None, str | None]:
-    from skyc.runtime import job_spec_from_task, run_job
+def _job_spec(task: Task) -> JobSpec | None:
+    from skyc.runtime import job_spec_from_task
 
-    if not task.run and not task.setup:
+    return job_spec_from_task(task) if task.run or task.setup else None
+
+
+def _run(
+    task: Task, spec: JobSpec | None, info: ClusterInfo, opts: LaunchOptions, db: StateDB,
+    reporter: LaunchReporter,
+) -> tuple[int, int | None, str | None]:
+    from skyc.runtime import run_job
+
+    if spec is None:
         return 0, None, None
     reporter.stage("run", f"{len(info.nodes)} node(s)")
+    log_bytes = getattr(reporter, "log_bytes", None)
+    recorder = JobRecorder(db, info.name, task.name)
     result = run_job(
-        info, job_spec_from_task(task), on_line=reporter.log_line,
-        rerun_setup=opts.rerun_setup, detach=opts.detach,
+        info, spec, on_output=log_bytes,
+        on_line=None if log_bytes is not None else reporter.log_line,
+        rerun_setup=opts.rerun_setup, detach=opts.detach, on_start=recorder.started,
     )
     failure = None if result.ok else result.describe_failure()
-    record_job(db, info.name, task.name, result)
+    recorder.finished(result)
     return result.exit_code, result.job_id, failure
 
 
+class JobRecorder:
+    """Records a job in the state database when it gets its id and again when it ends
+    (a detached job stays RUNNING until queue, logs or status see it end)."""
+
+    def __init__(self, db: StateDB, cluster: str, name: str | None) -> None:
+        self.db = db
+        self.cluster = cluster
+        self.name = name
+        self.row: int | None = None
+
+    def started(self, job_id: int, log_dir: str) -> None:
+        self.row = self.db.add_job(self.cluster, self.name, status="RUNNING",
+                                   log_path=log_dir, job_id=job_id)
+        self.db.add_event(self.cluster, "job", f"job {job_id}: started", {"job": job_id})
+
+    def finished(self, result: JobResult) -> None:
+        if self.row is None:
+            self.started(result.job_id, result.log_dir)
+        assert self.row is not None
+        self.db.add_event(self.cluster, "job", f"job {result.job_id}: {result.status}",
+                          {"job": result.job_id})
+        status = {"SUCCEEDED": "SUCCEEDED", "RUNNING": "RUNNING"}.get(result.status, "FAILED")
+        self.db.update_job(
+            self.row, status=status,  # type: ignore[arg-type]
+            exit_codes={n.node: n.exit_code for n in result.nodes if n.exit_code is not None},
+        )
+
+
 def record_job(db: StateDB, cluster: str, name: str | None, result: JobResult) -> None:
-    """Record a job's outcome in the state database (for `skyc status`)."""
-    db.add_event(cluster, "job", f"job {result.job_id}: {result.status}", {"job": result.job_id})
-    status = {"SUCCEEDED": "SUCCEEDED", "RUNNING": "RUNNING"}.get(result.status, "FAILED")
-    record = db.add_job(cluster, name, status="RUNNING", log_path=result.log_dir)
-    db.update_job(
-        record, status=status,  # type: ignore[arg-type]
-        exit_codes={n.node: n.exit_code for n in result.nodes if n.exit_code is not None},
-    )
+    """Record a finished (or detached) job's outcome in the state database."""
+    JobRecorder(db, cluster, name).finished(result)
 
 
 def _teardown(name: str, db: StateDB, reporter: LaunchReporter) -> None:

@@ -70,9 +70,9 @@ def _command_summary(argv: list[str]) -> str:
     return " ".join(words)
 
 
-def _try_lock(fd: int) -> bool:
+def _try_lock(fd: int, shared: bool = False) -> bool:
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True
@@ -84,24 +84,27 @@ def cluster_lock(
     *,
     timeout: float,
     on_wait: Callable[[str], None] | None = None,
+    shared: bool = False,
 ) -> Iterator[Path]:
     """Hold cluster ``name``'s lock for the ``with`` body; yields the lock file's path.
 
     If another process holds it, call ``on_wait`` once with a message naming the
     holder, then wait up to ``timeout`` seconds; raise :class:`LockTimeout` after.
+    ``shared``: many holders at once (jobs starting), none while an exclusive holder
+    (apply, destroy) has it. A shared holder does not write its record into the file.
     """
     path = lock_path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        if not _try_lock(fd):
+        if not _try_lock(fd, shared):
             holder = _describe(read_holder(path))
             if on_wait is not None:
                 on_wait(
                     f"cluster '{name}' is locked by {holder}; waiting up to {timeout:g}s"
                 )
             deadline = time.monotonic() + timeout
-            while not _try_lock(fd):
+            while not _try_lock(fd, shared):
                 if time.monotonic() >= deadline:
                     latest = read_holder(path)
                     if latest:
@@ -112,6 +115,12 @@ def cluster_lock(
                         hint="wait for that command to finish, then try again",
                     )
                 time.sleep(_POLL_S)
+        if shared:
+            try:
+                yield path
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            return
         record = {
             "pid": os.getpid(),
             "command": _command_summary(sys.argv),

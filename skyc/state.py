@@ -65,7 +65,8 @@ class ClusterRecord(_Model):
 
 
 class JobRecord(_Model):
-    id: int
+    id: int                               # the database's row
+    job_id: int | None = None             # the cluster's id for the job (queue, logs)
     cluster: str
     name: str | None = None
     status: JobStatus = "PENDING"
@@ -185,10 +186,17 @@ def _m2_last_job_and_indexes(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m3_cluster_job_ids(conn: sqlite3.Connection) -> None:
+    """Jobs carry the id their cluster gave them (the one queue and logs accept)."""
+    conn.execute("ALTER TABLE jobs ADD COLUMN job_id INTEGER")
+    conn.execute("CREATE UNIQUE INDEX jobs_by_cluster_job ON jobs (cluster, job_id)")
+
+
 # MIGRATIONS[i] takes a database from user_version i to i + 1.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_last_job_and_indexes,
+    _m3_cluster_job_ids,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -394,16 +402,19 @@ class StateDB:
         *,
         status: JobStatus = "PENDING",
         log_path: str | None = None,
+        job_id: int | None = None,
     ) -> int:
-        """Record a new job on ``cluster``; it becomes the cluster's ``last_job``."""
+        """Record a new job on ``cluster``; it becomes the cluster's ``last_job``.
+
+        ``job_id`` is the id the cluster gave the job; returns the row's id."""
         now = time.time()
         _check(status, JobStatus, "job status")
         with self._write() as conn:
             cur = conn.execute(
                 "INSERT INTO jobs (cluster, name, status, submitted_at, started_at, exit_codes,"
-                " log_path) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " log_path, job_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (cluster, name, status, now, now if status == "RUNNING" else None,
-                 _dump({}), log_path),
+                 _dump({}), log_path, job_id),
             )
             job_id = int(cur.lastrowid or 0)
             conn.execute("UPDATE clusters SET last_job = ? WHERE name = ?", (job_id, cluster))
@@ -449,6 +460,25 @@ class StateDB:
         rows = self._read("SELECT * FROM jobs WHERE id = ?", (job_id,))
         return _job(rows[0]) if rows else None
 
+    def find_job(self, cluster: str, job_id: int) -> JobRecord | None:
+        """The job that cluster ``cluster`` knows as ``job_id``."""
+        rows = self._read("SELECT * FROM jobs WHERE cluster = ? AND job_id = ?",
+                          (cluster, job_id))
+        return _job(rows[0]) if rows else None
+
+    def reconcile_jobs(self, cluster: str, observed: dict[int, str]) -> list[JobRecord]:
+        """Bring unfinished job records in line with what the nodes report (cluster job
+        id -> status). A finished record is history and is never changed."""
+        changed = []
+        for job in self.list_jobs(cluster):
+            if job.job_id is None or job.status in TERMINAL_JOB_STATUSES:
+                continue
+            seen = observed.get(job.job_id)
+            status = job_status_from_node(seen) if seen is not None else None
+            if status is not None and status != job.status:
+                changed.append(self.update_job(job.id, status=status))
+        return changed
+
     def list_jobs(self, cluster: str) -> list[JobRecord]:
         rows = self._read("SELECT * FROM jobs WHERE cluster = ? ORDER BY id", (cluster,))
         return [_job(r) for r in rows]
@@ -487,9 +517,20 @@ def _cluster(row: sqlite3.Row) -> ClusterRecord:
     )
 
 
+def job_status_from_node(status: str) -> JobStatus | None:
+    """A node-side job status (``skyc queue``) as a state database status."""
+    table: dict[str, JobStatus] = {
+        "PENDING": "PENDING", "SETTING_UP": "SETUP", "SETUP_DONE": "RUNNING",
+        "RUNNING": "RUNNING", "SUCCEEDED": "SUCCEEDED", "FAILED": "FAILED",
+        "FAILED_SETUP": "FAILED", "CANCELLED": "CANCELLED",
+    }
+    return table.get(status)
+
+
 def _job(row: sqlite3.Row) -> JobRecord:
     return JobRecord(
-        id=row["id"], cluster=row["cluster"], name=row["name"], status=row["status"],
+        id=row["id"], job_id=row["job_id"], cluster=row["cluster"], name=row["name"],
+        status=row["status"],
         submitted_at=row["submitted_at"], started_at=row["started_at"],
         ended_at=row["ended_at"],
         exit_codes=_load(row["exit_codes"], f"job {row['id']} exit codes") or {},

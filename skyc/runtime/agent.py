@@ -136,7 +136,8 @@ def job_status(job_id: int) -> dict[str, Any]:
     d = job_dir(job_id)
     meta = json.loads(_read(os.path.join(d, "meta.json")) or "{}")
     info: dict[str, Any] = {"job_id": job_id, "name": meta.get("name"),
-                            "submitted": meta.get("submitted"), "exit_code": None}
+                            "submitted": meta.get("submitted"), "exit_code": None,
+                            "num_nodes": meta.get("num_nodes"), "client": meta.get("client")}
     reason = _cancel_reason(job_id)
     cancelled = reason is not None
     info["cancelled"] = reason

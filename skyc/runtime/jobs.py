@@ -1,6 +1,7 @@
-"""Jobs on a cluster: sync, setup and run on every node; queue, logs, cancel.
+"""Running a job on a cluster: sync, setup and run on its nodes, streaming their output.
 
-asyncio inside, plain functions outside.
+asyncio inside, plain functions outside. Queue, logs, cancel and stop-all are in
+:mod:`skyc.runtime.control`.
 """
 
 from __future__ import annotations
@@ -9,14 +10,20 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from skyc.errors import RuntimeAgentError, SkycError
 from skyc.nodes import ClusterInfo
 from skyc.runtime.environment import node_env
-from skyc.runtime.logs import JobLog, LineCallback, cluster_log_root, update_job_table
+from skyc.runtime.logs import (
+    JobLog,
+    LineCallback,
+    OutputCallback,
+    cluster_log_root,
+    update_job_table,
+)
 from skyc.runtime.remote import NodeAgent
 from skyc.runtime.session import ClusterSession
 from skyc.runtime.spec import JobResult, JobSpec, NodeResult
@@ -25,6 +32,9 @@ from skyc.runtime.sync import SyncCache, sync_tree
 WORKDIR_TARGET = "~/sky_workdir"
 CONNECT_TIMEOUT = 60.0
 STOP_GRACE = 20.0
+ALLOCATE_LOCK_TIMEOUT = 120.0
+
+StartCallback = Callable[[int, str], None]  # (job id, local log directory)
 
 
 async def _sync_all(session: ClusterSession, spec: JobSpec) -> None:
@@ -41,17 +51,17 @@ async def _sync_all(session: ClusterSession, spec: JobSpec) -> None:
         await sync_tree(session.agents, path, target, cache)
 
 
-async def _best_effort_cancel(agent: NodeAgent, job_id: int) -> bool:
+async def best_effort_cancel(agent: NodeAgent, job_id: int, reason: str = "user") -> bool:
     with contextlib.suppress(SkycError, OSError, asyncio.TimeoutError):
-        return await asyncio.wait_for(agent.cancel(job_id), 8)
+        return await asyncio.wait_for(agent.cancel(job_id, reason), 8)
     return False
 
 
-async def _all_nodes(session: ClusterSession, job_id: int,
-                     start: Callable[[NodeAgent], Awaitable[int]]) -> tuple[
-                         list[NodeResult], str | None]:
+async def all_nodes(agents: list[NodeAgent], job_id: int,
+                    start: Callable[[NodeAgent], Awaitable[int]]) -> tuple[
+                        list[NodeResult], str | None]:
     """Run ``start`` on every node; at the first failure stop the job everywhere."""
-    tasks = {asyncio.ensure_future(start(a)): a for a in session.agents}
+    tasks = {asyncio.ensure_future(start(a)): a for a in agents}
     results: dict[str, NodeResult] = {}
     failed: str | None = None
     pending = set(tasks)
@@ -80,12 +90,12 @@ async def _all_nodes(session: ClusterSession, job_id: int,
                 results[a.name] = NodeResult(node=a.name, rank=rank, exit_code=t.result())
             if failed is None and results[a.name].exit_code != 0:
                 failed = a.name
-                await asyncio.gather(*(_best_effort_cancel(tasks[o], job_id)
+                await asyncio.gather(*(best_effort_cancel(tasks[o], job_id, "peer")
                                        for o in pending))
                 if results[a.name].exit_code is None:  # lost: its job may still run there
-                    await _best_effort_cancel(a, job_id)
+                    await best_effort_cancel(a, job_id)
                 deadline = time.monotonic() + STOP_GRACE
-    ordered = [results[a.name] for a in session.agents if a.name in results]
+    ordered = [results[a.name] for a in agents if a.name in results]
     return ordered, failed
 
 
@@ -93,22 +103,47 @@ def _task_id(cluster: str, job_id: int) -> str:
     return f"skyc-{time.strftime('%Y-%m-%d-%H-%M-%S', time.gmtime())}_{cluster}_{job_id}"
 
 
-async def _run_job(cluster: ClusterInfo, spec: JobSpec, on_line: LineCallback | None,
-                   rerun_setup: bool, detach: bool, log_dir: Path | None) -> JobResult:
-    session = ClusterSession(cluster)
+@contextlib.contextmanager
+def _allocation_lock(cluster: str, hold: bool) -> Iterator[None]:
+    """Shared with other execs, exclusive with destroy: no job starts on a cluster that
+    is being destroyed (destroy ends the jobs that already have an id)."""
+    if not hold:
+        yield
+        return
+    from skyc.locks import cluster_lock
+
+    with cluster_lock(cluster, timeout=ALLOCATE_LOCK_TIMEOUT, shared=True):
+        yield
+
+
+async def _run_job(cluster: ClusterInfo, spec: JobSpec, sinks: tuple[
+        LineCallback | None, OutputCallback | None], rerun_setup: bool, detach: bool,
+                   log_dir: Path | None, on_start: StartCallback | None,
+                   hold_lock: bool) -> JobResult:
+    session = ClusterSession(cluster, num_nodes=spec.num_nodes)
     await session.open(CONNECT_TIMEOUT)
     try:
         name = spec.name or "job"
-        job_id = await session.head.new_job(name, len(session.agents))
+        with _allocation_lock(cluster.name, hold_lock):
+            job_id = await session.head.new_job(name, len(session.agents))
         root = cluster_log_root(cluster.name, log_dir)
         entry: dict[str, Any] = {"job_id": job_id, "name": name, "submitted": time.time(),
                                  "num_nodes": len(session.agents), "status": "SYNCING"}
         update_job_table(root, entry)
-        log = JobLog(root / str(job_id), on_line)
+        log = JobLog(root / str(job_id), *sinks)
+        if on_start is not None:
+            on_start(job_id, str(log.dir))
+        run_started: list[bool] = []
         try:
-            result = await _stages(session, spec, job_id, log, rerun_setup, detach)
+            result = await _stages(session, spec, job_id, log, rerun_setup, detach,
+                                   run_started)
         except BaseException:
-            update_job_table(root, {**entry, "status": "FAILED"})
+            # A failed sync, an error or Ctrl-C. Before its run started, the job is
+            # aborted on every node (never left PENDING); a started run keeps running.
+            if not run_started:
+                update_job_table(root, {**entry, "status": "FAILED"})
+                await asyncio.shield(asyncio.gather(
+                    *(best_effort_cancel(a, job_id, "abort") for a in session.agents)))
             raise
         finally:
             log.close()
@@ -119,7 +154,7 @@ async def _run_job(cluster: ClusterInfo, spec: JobSpec, on_line: LineCallback | 
 
 
 async def _stages(session: ClusterSession, spec: JobSpec, job_id: int, log: JobLog,
-                  rerun_setup: bool, detach: bool) -> JobResult:
+                  rerun_setup: bool, detach: bool, run_started: list[bool]) -> JobResult:
     cluster = session.cluster
     task_id = _task_id(cluster.name, job_id)
     cwd = WORKDIR_TARGET if spec.workdir else "~"
@@ -130,9 +165,13 @@ async def _stages(session: ClusterSession, spec: JobSpec, job_id: int, log: JobL
         async def start(agent: NodeAgent) -> int:
             env = node_env(cluster, agent.transport.node, spec, task_id, name)
             payload = {"command": command, "env": env, "cwd": cwd}
-            return await agent.run_phase(
-                job_id, name, payload, follow=follow, setup_hash=setup_hash,
-                force=rerun_setup, on_line=log.sink(agent.name, agent.label))
+            out = log.sink(agent.name, agent.label)
+            try:
+                return await agent.run_phase(
+                    job_id, name, payload, follow=follow, setup_hash=setup_hash,
+                    force=rerun_setup, on_stdout=out.feed)
+            finally:
+                out.flush()
         return start
 
     def result(status: str, nodes: list[NodeResult], failed: str | None) -> JobResult:
@@ -140,16 +179,18 @@ async def _stages(session: ClusterSession, spec: JobSpec, job_id: int, log: JobL
                          failed_node=failed, log_dir=str(log.dir))
 
     digest = hashlib.sha256(spec.setup.encode()).hexdigest()[:32] if spec.setup else ""
-    if spec.setup and (rerun_setup or any(a.setup_hash != digest for a in session.agents)):
-        nodes, failed = await _all_nodes(session, job_id, phase("setup", spec.setup, True,
-                                                                 digest))
+    agents = session.agents
+    if spec.setup and (rerun_setup or any(a.setup_hash != digest for a in agents)):
+        nodes, failed = await all_nodes(agents, job_id, phase("setup", spec.setup, True,
+                                                               digest))
         if failed:
             return result("FAILED_SETUP", nodes, failed)
     command = spec.run or "true"
+    run_started.append(True)
     if detach:
-        nodes, failed = await _all_nodes(session, job_id, phase("run", command, False))
+        nodes, failed = await all_nodes(agents, job_id, phase("run", command, False))
         return result("FAILED" if failed else "RUNNING", nodes, failed)
-    nodes, failed = await _all_nodes(session, job_id, phase("run", command, True))
+    nodes, failed = await all_nodes(agents, job_id, phase("run", command, True))
     return result("FAILED" if failed else "SUCCEEDED", nodes, failed)
 
 
@@ -158,116 +199,23 @@ def run_job(
     spec: JobSpec,
     *,
     on_line: LineCallback | None = None,
+    on_output: OutputCallback | None = None,
     rerun_setup: bool = False,
     detach: bool = False,
     log_dir: Path | None = None,
+    on_start: StartCallback | None = None,
+    hold_lock: bool = False,
 ) -> JobResult:
-    """Sync the workdir and file mounts, run setup (when changed), then run, on every node.
+    """Sync the workdir and file mounts, run setup (when changed), then run, on the first
+    ``spec.num_nodes`` nodes (all by default).
 
-    ``on_line(label, line)`` receives each output line with its node's label, e.g.
-    ``(head, rank=0)``. Logs are also saved under ``$SKYC_HOME/logs/<cluster>/<job_id>/``
-    (``log_dir`` replaces ``$SKYC_HOME/logs/<cluster>``). A failed job is returned
-    with ``status`` FAILED / FAILED_SETUP; ``JobResult.raise_for_status()`` raises JobFailed.
+    Output goes to ``on_output`` as bytes, each line prefixed with its node's label
+    (``(head, rank=0) ...``), and/or to ``on_line(label, line)`` decoded line by line.
+    Each node's output is saved once, as ``$SKYC_HOME/logs/<cluster>/<job_id>/<node>.log``
+    (``log_dir`` replaces ``$SKYC_HOME/logs/<cluster>``). ``on_start(job_id, log_dir)``
+    is called as soon as the job has its id. With ``hold_lock`` the id is allocated under
+    the cluster's shared lock (so not while the cluster is being destroyed). A failed job
+    is returned with ``status`` FAILED / FAILED_SETUP; ``raise_for_status()`` raises.
     """
-    return asyncio.run(_run_job(cluster, spec, on_line, rerun_setup, detach, log_dir))
-
-
-_PRECEDENCE = ("FAILED_SETUP", "FAILED", "CANCELLED", "SETTING_UP", "RUNNING", "SETUP_DONE",
-               "PENDING", "SUCCEEDED")
-
-
-def combine_status(per_node: list[str]) -> str:
-    for status in _PRECEDENCE:
-        if status in per_node:
-            if status == "SETUP_DONE":
-                return "RUNNING"
-            return status
-    return "PENDING"
-
-
-async def _queue(cluster: ClusterInfo, log_dir: Path | None) -> list[dict[str, Any]]:
-    async with ClusterSession(cluster) as session:
-        await session.open(CONNECT_TIMEOUT)
-        tables = await asyncio.gather(*(a.status() for a in session.agents))
-    jobs: list[dict[str, Any]] = []
-    for head_job in tables[0]:
-        jid = head_job["job_id"]
-        per_node = {}
-        for agent, table in zip(session.agents, tables, strict=True):
-            mine = [j for j in table if j["job_id"] == jid]
-            per_node[agent.name] = mine[0]["status"] if mine else "PENDING"
-        jobs.append({"job_id": jid, "name": head_job["name"], "submitted": head_job["submitted"],
-                     "status": combine_status(list(per_node.values())), "nodes": per_node})
-    from skyc.runtime.logs import write_job_table
-
-    write_job_table(cluster_log_root(cluster.name, log_dir), jobs)
-    return jobs
-
-
-def queue(cluster: ClusterInfo, *, log_dir: Path | None = None) -> list[dict[str, Any]]:
-    """The cluster's jobs, from the head node's table, with each node's status."""
-    return asyncio.run(_queue(cluster, log_dir))
-
-
-async def _tail(cluster: ClusterInfo, job_id: int | None, follow: bool,
-                on_line: LineCallback | None) -> tuple[int, int]:
-    async with ClusterSession(cluster) as session:
-        await session.open(CONNECT_TIMEOUT)
-        table = await session.head.status()
-        if job_id is None:
-            if not table:
-                raise RuntimeAgentError(f"cluster {cluster.name} has no jobs yet")
-            job_id = max(j["job_id"] for j in table)
-        elif not any(j["job_id"] == job_id for j in table):
-            raise RuntimeAgentError(f"cluster {cluster.name} has no job {job_id}",
-                                    hint=f"see the jobs with: skyc queue {cluster.name}")
-        jid = job_id
-
-        def sink(agent: NodeAgent) -> Callable[[str], None]:
-            def emit(line: str) -> None:
-                if on_line is not None:
-                    on_line(agent.label, line)
-            return emit
-
-        codes = await asyncio.gather(*(a.tail(jid, follow, sink(a)) for a in session.agents))
-    failing = [c for c in codes if c != 0]
-    return jid, (failing[0] if failing else 0)
-
-
-def tail_logs(cluster: ClusterInfo, job_id: int | None = None, follow: bool = False, *,
-              on_line: LineCallback | None = None) -> int:
-    """Print a job's logs (the latest job by default) from every node; returns its exit code.
-
-    -1 means the job has not finished (or never started) on some node.
-    """
-    _, code = asyncio.run(_tail(cluster, job_id, follow, on_line))
-    return code
-
-
-async def _cancel(cluster: ClusterInfo, job_id: int) -> bool:
-    async with ClusterSession(cluster) as session:
-        await session.open(CONNECT_TIMEOUT)
-        table = await session.head.status()
-        if not any(j["job_id"] == job_id for j in table):
-            raise RuntimeAgentError(f"cluster {cluster.name} has no job {job_id}",
-                                    hint=f"see the jobs with: skyc queue {cluster.name}")
-        stopped = await asyncio.gather(*(_best_effort_cancel(a, job_id)
-                                         for a in session.agents))
-    return any(stopped)
-
-
-def cancel(cluster: ClusterInfo, job_id: int) -> bool:
-    """Kill the job's process groups on every node. False when it had already finished."""
-    return asyncio.run(_cancel(cluster, job_id))
-
-
-async def _wait(cluster: ClusterInfo, timeout: float) -> dict[str, dict[str, Any]]:
-    async with ClusterSession(cluster) as session:
-        await session.open(timeout, facts=True)
-        return dict(session.facts)
-
-
-def wait_for_nodes(cluster: ClusterInfo, timeout: float = 300.0) -> dict[str, dict[str, Any]]:
-    """Wait until every node accepts connections and runs the agent; returns node facts
-    (detected accelerators, Python version) by node name."""
-    return asyncio.run(_wait(cluster, timeout))
+    return asyncio.run(_run_job(cluster, spec, (on_line, on_output), rerun_setup, detach,
+                                log_dir, on_start, hold_lock))

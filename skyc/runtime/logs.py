@@ -1,16 +1,25 @@
-"""Local copies: every job's prefixed log lines and the cluster's job table."""
+"""Local copies: every node's output (stored once, as bytes) and the cluster's job table."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from skyc.config import skyc_home
 
 LineCallback = Callable[[str, str], None]
+OutputCallback = Callable[[bytes], None]  # prefixed output, whole lines where possible
+
+# A line longer than this is passed on in pieces (each piece prefixed), so one huge
+# line without a newline never sits in memory whole.
+MAX_PENDING = 1 << 16
 
 
 def cluster_log_root(cluster: str, log_dir: Path | None = None) -> Path:
@@ -18,53 +27,170 @@ def cluster_log_root(cluster: str, log_dir: Path | None = None) -> Path:
     return log_dir if log_dir is not None else skyc_home() / "logs" / cluster
 
 
-class JobLog:
-    """Writes each node's lines to ``<node>.log`` and all of them, prefixed, to ``run.log``."""
+class Prefixer:
+    """Adds ``<label> `` at the start of every line of a byte stream, cheaply (one
+    ``bytes.replace`` per chunk). Holds back a partial line (up to MAX_PENDING bytes)
+    so that lines from several nodes do not interleave mid-line."""
 
-    def __init__(self, directory: Path, on_line: LineCallback | None) -> None:
-        self.dir = directory
-        self.dir.mkdir(parents=True, exist_ok=True)
+    def __init__(self, label: str, out: OutputCallback) -> None:
+        self.prefix = label.encode("utf-8", "replace") + b" "
+        self.out = out
+        self.pending = b""
+        self.at_line_start = True
+
+    def feed(self, chunk: bytes) -> None:
+        data = self.pending + chunk if self.pending else chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self.pending = data
+            if len(data) > MAX_PENDING:
+                self._emit(data, ends_line=False)
+                self.pending = b""
+            return
+        self.pending = data[cut + 1:]
+        self._emit(data[:cut], ends_line=True)
+        if len(self.pending) > MAX_PENDING:
+            self._emit(self.pending, ends_line=False)
+            self.pending = b""
+
+    def _emit(self, body: bytes, *, ends_line: bool) -> None:
+        head = self.prefix if self.at_line_start else b""
+        text = head + body.replace(b"\n", b"\n" + self.prefix)
+        self.out(text + b"\n" if ends_line else text)
+        self.at_line_start = ends_line
+
+    def flush(self) -> None:
+        if self.pending:
+            self._emit(self.pending, ends_line=True)
+            self.pending = b""
+        elif not self.at_line_start:
+            self.out(b"\n")
+            self.at_line_start = True
+
+
+class LineSplitter:
+    """Turns a byte stream into decoded lines for a ``(label, line)`` callback (a long
+    line is cut at MAX_PENDING bytes)."""
+
+    def __init__(self, label: str, on_line: LineCallback) -> None:
+        self.label = label
         self.on_line = on_line
-        self._lock = threading.Lock()
-        self._all: TextIO = (self.dir / "run.log").open("a", encoding="utf-8")
-        self._per_node: dict[str, TextIO] = {}
+        self.buf = b""
 
-    def sink(self, node: str, label: str) -> Callable[[str], None]:
-        def emit(line: str) -> None:
-            with self._lock:
-                fh = self._per_node.get(node)
-                if fh is None:
-                    fh = self._per_node[node] = (self.dir / f"{node}.log").open(
-                        "a", encoding="utf-8")
-                fh.write(line + "\n")
-                fh.flush()
-                self._all.write(f"{label} {line}\n")
-                self._all.flush()
-            if self.on_line is not None:
-                self.on_line(label, line)
+    def feed(self, chunk: bytes) -> None:
+        self.buf += chunk
+        *lines, self.buf = self.buf.split(b"\n")
+        for line in lines:
+            self.on_line(self.label, line.decode("utf-8", "replace").rstrip("\r"))
+        while len(self.buf) > MAX_PENDING:
+            piece, self.buf = self.buf[:MAX_PENDING], self.buf[MAX_PENDING:]
+            self.on_line(self.label, piece.decode("utf-8", "replace"))
 
-        return emit
+    def flush(self) -> None:
+        if self.buf:
+            self.on_line(self.label, self.buf.decode("utf-8", "replace").rstrip("\r"))
+            self.buf = b""
+
+
+class NodeOutput:
+    """One node's output: written raw to its log file and passed on, prefixed."""
+
+    def __init__(self, log: BinaryIO | None, label: str, on_output: OutputCallback | None,
+                 on_line: LineCallback | None) -> None:
+        self.log = log
+        self.prefixer = Prefixer(label, on_output) if on_output is not None else None
+        self.splitter = LineSplitter(label, on_line) if on_line is not None else None
+
+    def feed(self, chunk: bytes) -> None:
+        if self.log is not None:
+            self.log.write(chunk)
+            self.log.flush()
+        if self.prefixer is not None:
+            self.prefixer.feed(chunk)
+        if self.splitter is not None:
+            self.splitter.feed(chunk)
+
+    def flush(self) -> None:
+        if self.prefixer is not None:
+            self.prefixer.flush()
+        if self.splitter is not None:
+            self.splitter.flush()
+
+
+class JobLog:
+    """Each node's output in ``<node>.log`` (raw bytes, once), passed on to the caller."""
+
+    def __init__(self, directory: Path | None, on_line: LineCallback | None,
+                 on_output: OutputCallback | None = None) -> None:
+        self.dir = directory
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+        self.on_line = on_line
+        self.on_output = on_output
+        self._files: dict[str, BinaryIO] = {}
+
+    def sink(self, node: str, label: str) -> NodeOutput:
+        fh = self._files.get(node)
+        if fh is None and self.dir is not None:
+            fh = self._files[node] = (self.dir / f"{node}.log").open("ab")
+        return NodeOutput(fh, label, self.on_output, self.on_line)
 
     def close(self) -> None:
-        for fh in [self._all, *self._per_node.values()]:
+        for fh in self._files.values():
             fh.close()
 
 
-def write_job_table(root: Path, jobs: list[dict[str, Any]]) -> None:
-    """The local copy of the head node's job table."""
+_table_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """Serializes updates of one job table among threads and processes."""
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / "jobs.json.tmp"
-    tmp.write_text(json.dumps(jobs, indent=1, sort_keys=True) + "\n")
-    tmp.replace(root / "jobs.json")
+    with _table_lock, open(root / "jobs.json.lock", "a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` through a temporary file of a unique name."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_job_table(root: Path) -> list[dict[str, Any]]:
+    path = root / "jobs.json"
+    try:
+        jobs = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return jobs if isinstance(jobs, list) else []
+
+
+def write_job_table(root: Path, jobs: list[dict[str, Any]]) -> None:
+    """The local copy of the cluster's job table (entries merged by job id)."""
+    with _locked(root):
+        merged = {int(j["job_id"]): j for j in read_job_table(root)}
+        merged.update({int(j["job_id"]): j for j in jobs})
+        _write(root, list(merged.values()))
 
 
 def update_job_table(root: Path, entry: dict[str, Any]) -> None:
-    path = root / "jobs.json"
-    jobs: list[dict[str, Any]] = []
-    if path.exists():
-        try:
-            jobs = json.loads(path.read_text())
-        except ValueError:
-            jobs = []
-    jobs = [j for j in jobs if j.get("job_id") != entry["job_id"]] + [entry]
-    write_job_table(root, sorted(jobs, key=lambda j: int(j["job_id"])))
+    with _locked(root):
+        jobs = [j for j in read_job_table(root) if j.get("job_id") != entry["job_id"]]
+        _write(root, [*jobs, entry])
+
+
+def _write(root: Path, jobs: list[dict[str, Any]]) -> None:
+    ordered = sorted(jobs, key=lambda j: int(j["job_id"]))
+    write_atomic(root / "jobs.json", json.dumps(ordered, indent=1, sort_keys=True) + "\n")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -14,7 +16,13 @@ from typing import Any
 
 from skyc.errors import RuntimeAgentError, TransportError
 from skyc.runtime import agent as agent_module
-from skyc.runtime.transport import CommandResult, StdinSource, Transport, upload_bytes
+from skyc.runtime.transport import (
+    CommandResult,
+    OutputSink,
+    StdinSource,
+    Transport,
+    upload_bytes,
+)
 
 AGENT_MISSING = 217
 
@@ -34,31 +42,18 @@ def node_label(transport: Transport) -> str:
     return f"({n.name}, rank={n.rank}, ip={n.ip})"
 
 
-class LineSplitter:
-    """Turns a stream of byte chunks into decoded lines for a callback."""
-
-    def __init__(self, on_line: Callable[[str], None]) -> None:
-        self.on_line = on_line
-        self.buf = b""
-
-    def feed(self, chunk: bytes) -> None:
-        self.buf += chunk
-        *lines, self.buf = self.buf.split(b"\n")
-        for line in lines:
-            self.on_line(line.decode("utf-8", "replace").rstrip("\r"))
-
-    def flush(self) -> None:
-        if self.buf:
-            self.on_line(self.buf.decode("utf-8", "replace").rstrip("\r"))
-            self.buf = b""
-
-
 def parse_trailer(res: CommandResult, what: str, node: str) -> int:
     """The exit code the agent reported on its last stderr line."""
+    return read_trailer(res, what, node)[0]
+
+
+def read_trailer(res: CommandResult, what: str, node: str) -> tuple[int, bool]:
+    """(exit code, whether the job was cancelled on that node) from the agent's trailer."""
     text = res.stderr.decode("utf-8", "replace")
     lines = text.rstrip("\n").splitlines()
     if lines and lines[-1].startswith(agent_module.EXIT_TRAILER):
-        return int(lines[-1].split()[1])
+        words = lines[-1].split()
+        return int(words[1]), "cancelled" in words[2:]
     detail = "\n".join(ln for ln in lines if ln.strip())[-2000:]
     raise TransportError(
         f"node {node}: {what} ended without a result (exit status {res.exit_code})"
@@ -128,7 +123,8 @@ class NodeAgent:
 
     async def new_job(self, name: str, num_nodes: int) -> int:
         """Allocate the next job id on this (head) node: ``mkdir`` is the atomic step."""
-        meta = json.dumps({"name": name, "num_nodes": num_nodes, "submitted": time.time()},
+        meta = json.dumps({"name": name, "num_nodes": num_nodes, "submitted": time.time(),
+                           "client": {"pid": os.getpid(), "host": socket.gethostname()}},
                           sort_keys=True)
         res = await self.transport.run(
             'd="$HOME/.skyc/jobs"; mkdir -p "$d" || exit 1; '
@@ -141,9 +137,10 @@ class NodeAgent:
         return int(res.stdout.decode().strip())
 
     async def run_phase(self, job_id: int, phase: str, payload: dict[str, Any], *,
-                        follow: bool, on_line: Callable[[str], None],
+                        follow: bool, on_stdout: OutputSink,
                         setup_hash: str = "", force: bool = False) -> int:
-        """Start a phase (its environment travels on stdin); with follow, stream to its end."""
+        """Start a phase (its script and environment travel on stdin); with follow,
+        stream its output (bytes) to its end. Returns the phase's exit code."""
         args = f"run {job_id} {phase}"
         if follow:
             args += " --follow"
@@ -151,28 +148,35 @@ class NodeAgent:
             args += f" --setup-hash {setup_hash}"
         if force:
             args += " --force"
-        return await self._streaming(args, json.dumps(payload).encode(), on_line, phase)
+        code, _ = await self._streaming(args, json.dumps(payload).encode(), on_stdout, phase)
+        return code
 
-    async def tail(self, job_id: int, follow: bool, on_line: Callable[[str], None]) -> int:
+    async def tail(self, job_id: int, follow: bool,
+                   on_stdout: OutputSink) -> tuple[int, bool]:
+        """Stream a job's output; (exit code, whether it was cancelled on this node)."""
         args = f"tail {job_id}" + (" --follow" if follow else "")
-        return await self._streaming(args, b"", on_line, "logs")
+        return await self._streaming(args, b"", on_stdout, "logs")
 
-    async def _streaming(self, args: str, stdin: bytes, on_line: Callable[[str], None],
-                         what: str) -> int:
-        splitter = LineSplitter(on_line)
-        res = await self.call(args, stdin=stdin, on_stdout=splitter.feed)
-        splitter.flush()
-        return parse_trailer(res, what, self.name)
+    async def _streaming(self, args: str, stdin: bytes, on_stdout: OutputSink,
+                         what: str) -> tuple[int, bool]:
+        res = await self.call(args, stdin=stdin, on_stdout=on_stdout)
+        return read_trailer(res, what, self.name)
 
-    async def cancel(self, job_id: int) -> bool:
-        """Stop the job here; False when it had already finished (or is unknown here)."""
-        res = await self.call(f"cancel {job_id}", timeout=30)
+    async def cancel(self, job_id: int, reason: str = "user") -> bool:
+        """Stop the job here; False when it had already finished (or is unknown here).
+        ``reason``: user, peer (another node failed) or abort (it never ran)."""
+        res = await self.call(f"cancel {job_id} --reason {reason}", timeout=30)
         if res.exit_code != 0:
             return False
         try:
             return bool(json.loads(res.stdout.decode()).get("cancelled"))
         except ValueError:
             return False
+
+    async def stop_all(self) -> dict[str, Any]:
+        """End every job of this node and every process they started."""
+        result: dict[str, Any] = await self.call_json("stop-all", timeout=60)
+        return result
 
     async def status(self) -> list[dict[str, Any]]:
         jobs: list[dict[str, Any]] = await self.call_json("status")

@@ -24,12 +24,14 @@ def make_transport(node: Node, workspace: Path, connect_timeout: float) -> Trans
 class ClusterSession:
     """Connects to every node of a cluster and makes sure the agent is there."""
 
-    def __init__(self, cluster: ClusterInfo, *, connect_timeout: float = 10.0) -> None:
+    def __init__(self, cluster: ClusterInfo, *, connect_timeout: float = 10.0,
+                 num_nodes: int | None = None) -> None:
+        """``num_nodes``: use only the first nodes by rank (a job smaller than its cluster)."""
         if not cluster.nodes:
             raise TransportError(f"cluster {cluster.name} has no nodes")
-        self.cluster = cluster
+        self.nodes = sorted(cluster.nodes, key=lambda n: n.rank)[:num_nodes]
+        self.cluster = cluster.model_copy(update={"nodes": self.nodes})
         self.workspace = Path(cluster.workspace)
-        self.nodes = sorted(cluster.nodes, key=lambda n: n.rank)
         self.agents = [
             NodeAgent(make_transport(n, self.workspace, connect_timeout),
                       local_python() if n.transport == "local" else "python3")

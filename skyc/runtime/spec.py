@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
 from skyc.errors import JobFailed, UnsupportedFeature
 
+MAX_ENV_ENTRY = 131072      # bytes of one NAME=value string (Linux MAX_ARG_STRLEN)
+MAX_ENV_TOTAL = 1 << 20     # bytes of all of a job's own variables (ARG_MAX is 2 MiB)
 _BUCKET_SCHEMES = ("s3://", "gs://", "gcs://", "r2://", "cos://", "oci://", "az://", "https://")
 
 
@@ -26,6 +28,28 @@ class JobSpec(_Model):
     envs: dict[str, str] = Field(default_factory=dict)
     secrets: dict[str, SecretStr] = Field(default_factory=dict)
     num_gpus_per_node: float = 0
+    num_nodes: int | None = None                        # None: every node of the cluster
+
+    @field_validator("envs", "secrets")
+    @classmethod
+    def _fits_an_environment(cls, values: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        total = 0
+        for key, value in values.items():
+            text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+            size = len(key.encode()) + 1 + len(text.encode())
+            total += size
+            if size >= MAX_ENV_ENTRY:
+                raise UnsupportedFeature(
+                    f"{info.field_name}.{key}: the value is {size // 1024} KiB; one "
+                    f"environment variable may hold at most {MAX_ENV_ENTRY // 1024 - 1} KiB "
+                    "(the kernel's MAX_ARG_STRLEN)",
+                    hint="put the data in a file (file_mounts or workdir) and pass its path")
+        if total > MAX_ENV_TOTAL:
+            raise UnsupportedFeature(
+                f"{info.field_name}: {total // 1024} KiB in all; a job's environment may "
+                f"hold at most {MAX_ENV_TOTAL // 1024} KiB",
+                hint="put the data in a file (file_mounts or workdir) and pass its path")
+        return values
 
     @field_validator("file_mounts")
     @classmethod
@@ -117,6 +141,7 @@ def job_spec_from_task(task: Any) -> JobSpec:
                else dict(task.secrets or {}))
     return JobSpec(
         name=getattr(task, "name", None),
+        num_nodes=getattr(task, "num_nodes", None),
         workdir=workdir,
         file_mounts=file_mounts,
         setup=getattr(task, "setup", None),

@@ -30,6 +30,7 @@ def test_exec_streams_prefixed_lines_and_returns_job_exit_code(
     task = tmp_path / "task.yaml"
     task.write_text(
         "name: cli-job\n"
+        "num_nodes: 2\n"
         f"workdir: {tmp_path / 'wd'}\n"
         "envs:\n  WHO: world\n"
         "run: |\n"
@@ -47,8 +48,8 @@ def test_exec_streams_prefixed_lines_and_returns_job_exit_code(
     assert out.returncode == 0, out.stderr
     assert "cli-job" in out.stdout and "FAILED" in out.stdout
 
-    out = skyc(skyc_home, "logs", "loc", "1")
-    assert out.returncode == 0, out.stderr
+    out = skyc(skyc_home, "logs", "loc", "1")  # exits with the job's code
+    assert out.returncode == 3, out.stderr
     assert "(worker1, rank=1, ip=127.0.0.1) hello world from 1" in out.stdout
 
     out = skyc(skyc_home, "logs", "loc", "42")
@@ -62,7 +63,7 @@ def test_detach_then_cancel(local_cluster: ClusterInfo, skyc_home: Path, tmp_pat
     task.write_text("run: sleep 100\n")
     out = skyc(skyc_home, "exec", "loc", str(task), "--detach")
     assert out.returncode == 0, out.stderr
-    assert "job 1 started" in out.stdout
+    assert "job 1 started" in out.stderr
     out = skyc(skyc_home, "cancel", "loc", "1")
     assert out.returncode == 0, out.stderr
     out = skyc(skyc_home, "queue", "loc")

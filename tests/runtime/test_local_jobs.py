@@ -57,8 +57,10 @@ def test_setup_and_run_on_two_nodes_with_env(local_cluster: ClusterInfo, tmp_pat
     task_id = next(ln for ln in head if ln.startswith("task="))
     assert task_id.endswith(f"_loc_{result.job_id}")
     # saved locally, prefixed; the secret is nowhere on disk
-    log = (skyc_home / "logs" / "loc" / str(result.job_id) / "run.log").read_text()
-    assert "(worker1, rank=1, ip=127.0.0.1) training" in log
+    # each node's output is stored once, as it came
+    job_logs = skyc_home / "logs" / "loc" / str(result.job_id)
+    assert sorted(p.name for p in job_logs.iterdir()) == ["head.log", "worker1.log"]
+    assert "training" in (job_logs / "worker1.log").read_text().splitlines()
     for root in (skyc_home, tmp_path / "node0", tmp_path / "node1", tmp_path / "workspace"):
         for path in root.rglob("*"):
             if path.is_file():
