@@ -59,7 +59,8 @@ def test_sigint_always_exits_quickly_and_frees_the_lock(tmp_path: Path, skyc_hom
             proc.kill()
             proc.wait()
             raise AssertionError(
-                f"try {attempt} (seed {seed}): still running {EXIT_WITHIN_S} s after SIGINT")
+                f"try {attempt} (seed {seed}): still running {EXIT_WITHIN_S} s after SIGINT"
+            ) from None
         err = proc.stderr.read() if proc.stderr else ""
         assert proc.returncode == 130, f"seed {seed}: exit {proc.returncode}: {err[-2000:]}"
         with cluster_lock("intr", timeout=0):  # free again: LockTimeout otherwise
