@@ -351,9 +351,29 @@ def record_job(db: StateDB, cluster: str, name: str | None, result: JobResult) -
     JobRecorder(db, cluster, name).finished(result)
 
 
+def end_cluster_jobs(name: str) -> dict[str, list[int]]:
+    """Before a cluster is destroyed: end every job on its nodes, with every process the
+    jobs started (daemons too). Unreachable nodes are skipped. By node, the jobs ended."""
+    from pydantic import ValidationError
+
+    from skyc.nodes import ClusterInfo
+    from skyc.runtime import stop_all_jobs
+    from skyc.stacks.workspace import cluster_workspace
+
+    path = cluster_workspace(name) / "cluster.json"
+    try:
+        info = ClusterInfo.model_validate_json(path.read_text())
+    except (OSError, ValidationError):
+        return {}  # never provisioned (or already gone): no node runs a job of it
+    if not info.nodes:
+        return {}
+    return stop_all_jobs(info)
+
+
 def _teardown(name: str, db: StateDB, reporter: LaunchReporter) -> None:
     from skyc.provision import teardown
 
+    end_cluster_jobs(name)
     teardown(name, progress=reporter.engine_event)
     db.add_event(name, "destroy", "cluster destroyed")
     db.remove_cluster(name)
