@@ -105,6 +105,9 @@ def destroy_cmd(
             raise typer.Abort()
     for name in names:
         with cluster_lock(name, timeout=60), console.status(f"destroying {name}") as status:
+            from skyc.launch import end_cluster_jobs
+
+            end_cluster_jobs(name)  # every job process, daemons included, before the nodes
             teardown(name, progress=lambda event: _render(event, status))
         with StateDB() as db:
             db.remove_cluster(name)

@@ -103,7 +103,8 @@ def cluster_summary(db: StateDB, record: ClusterRecord, now: float) -> dict[str,
         "launched_at": record.launched_at,
         "age_s": None if record.launched_at is None else round(now - record.launched_at, 1),
         "last_job": None if last_job is None else {
-            "id": last_job.id, "name": last_job.name, "status": last_job.status,
+            "id": last_job.job_id if last_job.job_id is not None else last_job.id,
+            "name": last_job.name, "status": last_job.status,
         },
     }
 
