@@ -46,13 +46,11 @@ def _first(checks: Iterable[tuple[bool, str]]) -> str | None:
 
 
 def _credentials(cloud: str, env: Mapping[str, str], home: Path) -> str | None:
-    if cloud == "aws":
-        return _first([
-            (bool(env.get("AWS_ACCESS_KEY_ID")), "AWS_ACCESS_KEY_ID is set"),
-            (bool(env.get("AWS_PROFILE")), "AWS_PROFILE is set"),
-            ((home / ".aws" / "credentials").is_file(), "~/.aws/credentials exists"),
-            ((home / ".aws" / "config").is_file(), "~/.aws/config exists"),
-        ])
+    from skyc.compiler import TARGETS, credentials
+
+    if cloud in TARGETS:
+        check = credentials(cloud, env, home)
+        return check.reason if check.ok else None
     if cloud == "gcp":
         adc = home / ".config" / "gcloud" / "application_default_credentials.json"
         return _first([
@@ -159,8 +157,6 @@ def catalog_for(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | N
 
 
 _CREDENTIAL_HELP = {
-    "aws": "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
-           "or run `aws configure`",
     "gcp": "set GOOGLE_APPLICATION_CREDENTIALS, or run `gcloud auth application-default login`",
     "azure": "run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
     "kubernetes": "set KUBECONFIG, or create ~/.kube/config",
@@ -178,6 +174,11 @@ def missing_credentials(cloud: str, env: Mapping[str, str] | None = None,
         return None
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home
+    from skyc.compiler import TARGETS, credentials
+
+    if cloud in TARGETS:
+        check = credentials(cloud, env, home)
+        return None if check.ok else f"no {cloud} credentials found: {check.hint}"
     if _credentials(cloud, env, home) is not None:
         return None
     return f"no {cloud} credentials found: {_CREDENTIAL_HELP[cloud]}"

@@ -1,67 +1,61 @@
 """Provision a cluster: write its stack into the workspace and apply it.
 
-``provision`` writes ``$SKYC_HOME/clusters/<name>/`` (stack, variable values,
-the cluster's SSH key), runs init / plan / apply / output and records the
+``provision`` writes ``$SKYC_HOME/clusters/<name>/`` (the stack as its engine
+reads it, variable values, the cluster's SSH key), prepares the engine, runs
+plan / apply / outputs and records the
 result as ``cluster.json`` (a ClusterInfo, read by the runtime). A failed apply
-raises a ProvisionError (classified by the cloud's compiler module) or an
+raises a ProvisionError (classified by the target's ``errors``) or an
 EngineError, and destroys nothing: the failover loop decides what comes next.
 
 ``destroy_attempt`` destroys a failed attempt's resources and keeps the
 workspace (failover re-targets the same cluster). ``teardown`` destroys the
-stack, then removes the workspace except ``logs/``, which stays for inspection
-(``skyc destroy`` on a name with only logs left removes them).
+stack with the engine it was written for, then removes the workspace except
+``logs/``, which stays for inspection (``skyc destroy`` on a name with only logs
+left removes them).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 from pathlib import Path
 
-from skyc.compiler import build_stack, classify_error, nodes_from_outputs, workspace_values
+from skyc.compiler import (
+    build_stack,
+    choose_engine,
+    classify_error,
+    nodes_from_outputs,
+    workspace_values,
+)
 from skyc.config import SkycConfig, load_config
 from skyc.errors import ConfigError
 from skyc.nodes import ClusterInfo
 from skyc.optimizer.plan import Placement
-from skyc.stacks.engine import ApplyFailed, ProgressCallback, StackDiff
-from skyc.stacks.model import Stack
-from skyc.stacks.terraform import TerraformEngine
-from skyc.stacks.terraform_json import to_terraform
-from skyc.stacks.workspace import cluster_workspace, write_stack
+from skyc.stacks.engine import ApplyFailed, Engine, ProgressCallback, StackDiff
+from skyc.stacks.engines import open_engine, stack_engine, write_stack
+from skyc.stacks.workspace import cluster_workspace
 from skyc.task.candidate import ResourceCandidate
 
 CLUSTER_FILE = "cluster.json"
-_INIT_MARK = ".terraform/skyc-init.sha256"
-
-
-def _init_key(stack: Stack) -> str:
-    """Changes when terraform must be initialized again (providers or backend)."""
-    doc = to_terraform(stack)
-    relevant = {"terraform": doc.get("terraform"), "providers": sorted(doc.get("provider", {}))}
-    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
-
-
-def _engine_for(stack: Stack, workspace: Path) -> TerraformEngine:
-    """An initialized engine for the workspace; init runs only when it is needed."""
-    engine = TerraformEngine(workspace)
-    mark = workspace / _INIT_MARK
-    key = _init_key(stack)
-    if not mark.exists() or mark.read_text() != key:
-        engine.init()
-        mark.parent.mkdir(parents=True, exist_ok=True)
-        mark.write_text(key)
-    return engine
 
 
 def _prepare(
-    cluster: str, placement: Placement, candidate: ResourceCandidate, config: SkycConfig
-) -> tuple[Stack, Path, TerraformEngine]:
+    cluster: str, placement: Placement, candidate: ResourceCandidate, config: SkycConfig,
+    engine: str | None,
+) -> tuple[Path, Engine]:
+    name = choose_engine(placement.cloud, engine, config)
     workspace = cluster_workspace(cluster)
+    existing = stack_engine(workspace)
+    if existing is not None and existing != name:
+        raise ConfigError(
+            f"cluster {cluster} was created with {existing}; its stack cannot move to {name}",
+            hint=f"use --engine {existing}, or `skyc destroy {cluster}` first",
+        )
     stack = build_stack(cluster, placement, candidate, config=config, workspace=workspace)
     workspace.mkdir(parents=True, exist_ok=True)
-    write_stack(stack, workspace, workspace_values(stack, workspace))
-    return stack, workspace, _engine_for(stack, workspace)
+    write_stack(stack, workspace, workspace_values(stack, workspace), engine=name)
+    driver = open_engine(name, workspace)
+    driver.prepare(stack)
+    return workspace, driver
 
 
 def _classified(exc: ApplyFailed, placement: Placement) -> Exception:
@@ -79,15 +73,17 @@ def plan_changes(
     candidate: ResourceCandidate,
     *,
     config: SkycConfig | None = None,
+    engine: str | None = None,
 ) -> StackDiff:
     """What ``provision`` would change, against the cluster's current state.
 
     Writes the workspace (stack, key) and initializes it; changes no resources.
+    ``engine`` as :func:`skyc.compiler.choose_engine` takes it.
     """
     config = config or load_config()
-    _, _, engine = _prepare(cluster, placement, candidate, config)
+    _, driver = _prepare(cluster, placement, candidate, config, engine)
     try:
-        return engine.plan()
+        return driver.plan()
     except ApplyFailed as exc:
         raise _classified(exc, placement) from None
 
@@ -99,17 +95,18 @@ def provision(
     *,
     config: SkycConfig | None = None,
     progress: ProgressCallback | None = None,
+    engine: str | None = None,
 ) -> ClusterInfo:
     """Create or update the cluster; returns its nodes. Also writes ``cluster.json``."""
     config = config or load_config()
-    _, workspace, engine = _prepare(cluster, placement, candidate, config)
+    workspace, driver = _prepare(cluster, placement, candidate, config, engine)
     try:
-        diff = engine.plan()
+        diff = driver.plan()
         if diff.has_changes:
-            engine.apply(diff, progress)
+            driver.apply(diff, progress)
     except ApplyFailed as exc:
         raise _classified(exc, placement) from None
-    outputs = engine.outputs()
+    outputs = driver.outputs()
     nodes = nodes_from_outputs(
         placement.cloud, cluster, outputs, config=config, workspace=workspace
     )
@@ -133,27 +130,23 @@ def destroy_attempt(cluster: str, progress: ProgressCallback | None = None) -> N
     same key pair) to the next placement. A workspace without a stack is a no-op.
     """
     workspace = cluster_workspace(cluster)
-    if not (workspace / "main.tf.json").exists():
+    engine = stack_engine(workspace)
+    if engine is None:
         return
-    engine = TerraformEngine(workspace)
-    if not (workspace / _INIT_MARK).exists():
-        engine.init()
-    engine.destroy(progress)
+    open_engine(engine, workspace).destroy(progress)
     (workspace / CLUSTER_FILE).unlink(missing_ok=True)
 
 
 def teardown(cluster: str, progress: ProgressCallback | None = None) -> None:
     """Destroy the cluster's resources and remove its workspace (``logs/`` stays)."""
     workspace = cluster_workspace(cluster)
-    if not (workspace / "main.tf.json").exists():
+    engine = stack_engine(workspace)
+    if engine is None:
         if workspace.exists() and not any(p.name != "logs" for p in workspace.iterdir()):
             shutil.rmtree(workspace)
             return
         raise ConfigError(f"no cluster named {cluster!r} (nothing in {workspace})")
-    engine = TerraformEngine(workspace)
-    if not (workspace / _INIT_MARK).exists():
-        engine.init()
-    engine.destroy(progress)
+    open_engine(engine, workspace).destroy(progress)
     for path in workspace.iterdir():
         if path.name == "logs":
             continue

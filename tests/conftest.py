@@ -7,8 +7,12 @@ import os
 import tempfile
 from pathlib import Path
 
+from tests.support.terraform import TERRAFORM_ENV
+
 _MIRROR = Path("/opt/tf-plugins")
 
 os.environ.setdefault("SKYC_HOME", tempfile.mkdtemp(prefix="skyc-test-home-"))
 if _MIRROR.is_dir():
     os.environ.setdefault("SKYC_TF_PLUGIN_DIR", str(_MIRROR))
+# No terraform run (in process or in a subprocess skyc) asks for instance metadata.
+os.environ.update(TERRAFORM_ENV)

@@ -52,6 +52,9 @@ def apply_cmd(
     any_region: bool = typer.Option(
         False, "--any-region", help="Let an existing cluster move out of its region."
     ),
+    engine: str | None = typer.Option(
+        None, "--engine", help="terraform or pulumi (default: the config's, else the "
+        "target's first)."),
 ) -> None:
     from skyc.cli.report import ConsoleReporter
     from skyc.errors import ConfigError
@@ -81,6 +84,7 @@ def apply_cmd(
             max_attempts=max_attempts, timeout_s=timeout, retry_until_up=retry_until_up
         ),
         confirm=None if yes else _confirm,
+        engine=engine,
     )
     result = launch(task_set.tasks, opts, ConsoleReporter())
     if detach and result.job_id is not None and not result.exit_code:

@@ -115,6 +115,9 @@ def plan_cmd(
     cluster: str | None = typer.Option(
         None, "-c", "--cluster", help="Cluster name for a one-task file (default: the task's)."),
     diff: bool = typer.Option(True, "--diff/--no-diff", help=_DIFF_HELP),
+    engine: str | None = typer.Option(
+        None, "--engine", help="terraform or pulumi (default: the config's, else the "
+        "target's first)."),
 ) -> None:
     """Pick where each task runs: the cheapest (or fastest) feasible offer.
 
@@ -169,7 +172,7 @@ def plan_cmd(
     stacks = None
     if diff:
         stacks = plan_stacks(tasks, plan, names, catalog=catalog, target=optimize,
-                             config=config)
+                             config=config, engine=engine)
     if fmt == "json":
         if stacks:
             from skyc.cli.output import print_warning

@@ -17,10 +17,12 @@ if TYPE_CHECKING:
 
 _COMPILE_HELP = (
     "Compile a task into its placement plan and infrastructure stacks, as files.\n\n"
-    "Writes DIR/plan.json and DIR/<cluster>/main.tf.json for each task, nothing else: "
-    "no keys, no state. The cluster's SSH public key is the stack's one input variable "
-    "(ssh_public_key), filled in when the stack is applied, so the output is secret-free "
-    "and the same task, catalog and config always give byte-identical files."
+    "Writes DIR/plan.json and each task's stack as its engine reads it: "
+    "DIR/<cluster>/main.tf.json for terraform, DIR/<cluster>/__main__.py and Pulumi.yaml "
+    "for pulumi (no CLI needed); nothing else: no keys, no state. The cluster's SSH public "
+    "key is the stack's one input (ssh_public_key), filled in when the stack is applied, so "
+    "the output is secret-free and the same task, catalog and config always give "
+    "byte-identical files."
 )
 
 
@@ -37,13 +39,16 @@ def compile_cmd(
         None, "--infra", help="Restrict to a cloud, cloud/region or cloud/region/zone."
     ),
     catalog: Path | None = typer.Option(None, "--catalog", help="Catalog dir (<cloud>/vms.csv)."),
+    engine: str | None = typer.Option(
+        None, "--engine", help="terraform or pulumi (default: the config's, else the "
+        "target's first)."),
 ) -> None:
-    from skyc.compiler import build_stack
+    from skyc.compiler import build_stack, choose_engine
     from skyc.config import load_config
     from skyc.infra import catalog_for
     from skyc.launch import cluster_names_for
     from skyc.optimizer import optimize
-    from skyc.stacks import STACK_FILE, write_stack
+    from skyc.stacks import emit
     from skyc.task import load_tasks
 
     config = load_config()
@@ -57,11 +62,18 @@ def compile_cmd(
         placement = task_plan.placement
         candidate = task.candidates()[placement.candidate_index]
         workspace = out / cluster
+        name = choose_engine(placement.cloud, engine, config)
         stack = build_stack(cluster, placement, candidate, config=config, workspace=workspace)
-        write_stack(stack, workspace)
-        stacks.append({"cluster": cluster, "task": task_plan.name,
-                       "path": f"{cluster}/{STACK_FILE}"})
-        console.print(f"{task_plan.name}: {placement.infra} -> {workspace / STACK_FILE}")
+        files = emit(stack, name)
+        workspace.mkdir(parents=True, exist_ok=True)
+        for file_name, text in files.items():
+            (workspace / file_name).write_text(text)
+        first = next(iter(files))  # the main file: main.tf.json, __main__.py
+        entry = {"cluster": cluster, "task": task_plan.name, "path": f"{cluster}/{first}"}
+        if name != "terraform":
+            entry["engine"] = name
+        stacks.append(entry)
+        console.print(f"{task_plan.name}: {placement.infra} -> {workspace / first} ({name})")
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(_plan_json(plan, stacks))
     console.print(f"wrote {out / 'plan.json'}")

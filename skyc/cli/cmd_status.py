@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -151,67 +150,34 @@ def _print_table(db: StateDB, rows: list[dict[str, Any]], verbose: bool) -> None
 def engine_probe(record: ClusterRecord) -> tuple[str, str]:
     """The cluster's status as its stack's engine and its nodes see it.
 
-    Runs a refresh-only plan in the cluster's workspace (the engine reads every
+    Asks the engine the cluster was created with to refresh (it reads every
     resource back from the cloud; nothing is changed) and checks that local
     nodes' directories exist. Resources deleted outside skyc -> FAILED; a
     workspace whose state holds nothing -> STOPPED; otherwise UP.
     """
+    from skyc.stacks.engines import open_engine, stack_engine
     from skyc.stacks.workspace import cluster_workspace
 
     workspace = Path(record.workspace) if record.workspace else cluster_workspace(record.name)
-    if not (workspace / "main.tf.json").exists():
+    written_for = stack_engine(workspace)
+    if written_for is None:
         return "FAILED", f"its stack is missing from {workspace}"
     missing = [
         str(n.get("name")) for n in record.nodes
         if n.get("node_dir") and not Path(str(n["node_dir"])).is_dir()
     ]
-    gone, managed = _refresh_only(workspace)
-    if not managed:
+    found = open_engine(record.engine or written_for, workspace).refresh()
+    if not found.managed:
         return "STOPPED", "the engine's state holds no resources"
-    if gone or missing:
+    if found.gone or missing:
         parts = []
-        if gone:
-            parts.append("deleted outside skyc: " + ", ".join(gone))
+        if found.gone:
+            parts.append("deleted outside skyc: " + ", ".join(found.gone))
         if missing:
             parts.append("node directories missing: " + ", ".join(missing))
         fix = f"`skyc apply` recreates them, `skyc destroy {record.name}` removes the rest"
         return "FAILED", "; ".join(parts) + f" ({fix})"
     return "UP", ""
-
-
-def _refresh_only(workspace: Path) -> tuple[list[str], int]:
-    """(addresses the cloud no longer has, managed resources in the state)."""
-    import subprocess
-
-    from skyc.errors import EngineError
-    from skyc.stacks.terraform import find_binary
-
-    env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0", "CHECKPOINT_DISABLE": "1"}
-    args = [find_binary(), "plan", "-refresh-only", "-json", "-input=false",
-            "-lock-timeout=60s"]
-    proc = subprocess.run(args, cwd=workspace, env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=600)
-    if proc.returncode != 0:
-        raise EngineError(
-            f"refresh of {workspace} failed:\n{proc.stdout[-1500:]}{proc.stderr[-500:]}"
-        )
-    gone: list[str] = []
-    for line in proc.stdout.splitlines():
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(msg, dict) or msg.get("type") != "resource_drift":
-            continue
-        change = msg.get("change") or {}
-        if change.get("action") == "delete":
-            gone.append(str((change.get("resource") or {}).get("addr")))
-    show = subprocess.run([find_binary(), "show", "-json"], cwd=workspace, env=env,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
-    doc = json.loads(show.stdout or "{}") if show.returncode == 0 else {}
-    resources = ((doc.get("values") or {}).get("root_module") or {}).get("resources") or []
-    managed = sum(1 for r in resources if r.get("mode") == "managed")
-    return sorted(gone), managed
 
 
 def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False) -> None:

@@ -25,17 +25,21 @@ def stack_entry(
     """One stack of ``--format json``'s ``stacks`` list.
 
     ``resource_changes`` lists every resource of the stack as terraform does (``actions``
-    ``["no-op"]`` for one that stays as it is); ``summary`` counts them per action;
-    ``status`` is ``ok`` (the diff was computed) or ``unavailable`` (``note`` says why).
+    ``["no-op"]`` for one that stays as it is); an offline preview (``preview``
+    ``offline``: computed without the engine, reading nothing from the cloud) adds
+    each resource's ``inputs``. ``summary`` counts them per action; ``status`` is
+    ``ok`` (the diff was computed) or ``unavailable`` (``note`` says why).
     """
     changes = [] if diff is None else [
-        {"address": c.address, "type": c.type, "actions": _ACTIONS.get(c.action, [c.action])}
+        {"address": c.address, "type": c.type, "actions": _ACTIONS.get(c.action, [c.action]),
+         **({"inputs": c.inputs} if c.inputs is not None else {})}
         for c in diff.changes
     ]
     return {
         "cluster": cluster,
         "task": task,
         "engine": engine,
+        "preview": None if diff is None else ("offline" if diff.offline else "engine"),
         "status": "ok" if diff is not None else "unavailable",
         "has_changes": None if diff is None else diff.has_changes,
         "summary": {} if diff is None else diff.summary(),
@@ -44,15 +48,11 @@ def stack_entry(
     }
 
 
-def _engine() -> tuple[str, str | None]:
-    """The engine's name, and why it cannot run (None when it can)."""
-    from skyc.errors import EngineError
-    from skyc.stacks.terraform import find_binary
+def _why_not(engine: str) -> str | None:
+    """Why the engine cannot compute a diff here (None when it can)."""
+    from skyc.stacks.engines import engine_module
 
-    try:
-        return Path(find_binary()).name, None
-    except EngineError as exc:
-        return "terraform", f"{exc} ({exc.hint})" if exc.hint else str(exc)
+    return engine_module(engine).unavailable()
 
 
 def diff_placement(
@@ -95,19 +95,27 @@ def _reason(exc: SkycError) -> str:
 
 def plan_stacks(
     tasks: list[Task], plan: Plan, names: list[str], *, catalog: Path | None, target: str,
-    config: SkycConfig,
+    config: SkycConfig, engine: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Each cluster's engine diff; a stack whose diff cannot be computed gets a note."""
+    """Each cluster's engine diff; a stack whose diff cannot be computed gets a note.
+
+    The engine does not run for a stack whose cloud has no credentials here (skyc's
+    own check): it would only probe for them (instance metadata, the provider
+    registry) and fail; the placement is still shown.
+    """
+    from skyc.compiler import choose_engine
     from skyc.errors import SkycError
+    from skyc.infra import missing_credentials
     from skyc.locks import cluster_lock
     from skyc.provision import plan_changes
 
-    engine, missing = _engine()
     stacks = []
     for task, task_plan, cluster in zip(tasks, plan.tasks, names, strict=True):
+        name = choose_engine(task_plan.placement.cloud, engine, config)
+        missing = _why_not(name) or missing_credentials(task_plan.placement.cloud)
         if missing is not None:
-            # Nothing is written into the workspace when there is no engine to run.
-            stacks.append(stack_entry(cluster, task_plan.name, engine, None,
+            # Nothing is written into the workspace when the engine is not run.
+            stacks.append(stack_entry(cluster, task_plan.name, name, None,
                                       f"no diff for stack {cluster}: {missing}"))
             continue
         note = None
@@ -116,13 +124,13 @@ def plan_stacks(
                                               target, config)
             candidate = task.candidates()[placement.candidate_index]
             with cluster_lock(cluster, timeout=0):
-                diff = plan_changes(cluster, placement, candidate, config=config)
+                diff = plan_changes(cluster, placement, candidate, config=config, engine=name)
         except SkycError as exc:
             reason = _reason(exc)
-            stacks.append(stack_entry(cluster, task_plan.name, engine, None,
+            stacks.append(stack_entry(cluster, task_plan.name, name, None,
                                       f"no diff for stack {cluster}: {reason}"))
             continue
-        stacks.append(stack_entry(cluster, task_plan.name, engine, diff, note))
+        stacks.append(stack_entry(cluster, task_plan.name, name, diff, note))
     return stacks
 
 
@@ -141,10 +149,12 @@ def print_stacks(stacks: list[dict[str, Any]]) -> None:
             parts.append("no changes")
         if st["summary"].get("no-op"):
             parts.append(f"{st['summary']['no-op']} unchanged")
-        print_line(f"stack {st['cluster']} ({st['engine']}): {', '.join(parts)}")
+        preview = ", offline preview" if st["preview"] == "offline" else ""
+        print_line(f"stack {st['cluster']} ({st['engine']}{preview}): {', '.join(parts)}")
         for rc in st["resource_changes"]:
             action = "replace" if rc["actions"] == ["delete", "create"] else rc["actions"][0]
             if action != "no-op":
-                print_line(f"  {_SIGNS.get(action, action):>3} {rc['address']}")
+                label = f"{rc['address']} ({rc['type']})" if "inputs" in rc else rc["address"]
+                print_line(f"  {_SIGNS.get(action, action):>3} {label}")
         if st["note"]:
             print_line(f"  note: {st['note']}")

@@ -1,38 +1,89 @@
-"""The compiler: lower a cluster placement into a Stack, one module per cloud.
+"""The compiler: lower a cluster placement into a Stack, one folder per target.
 
-Every cloud module has the same function set (see :mod:`skyc.compiler.base`).
-This package picks the module for ``placement.cloud`` and applies the checks
-its capabilities record calls for.
+Targets are a registry loaded lazily by name: ``skyc/compiler/<name>/`` holds
+the ``TARGET`` record and the same modules for every target (see
+:mod:`skyc.compiler.base`). This package picks the target for ``placement.cloud``,
+applies the checks its capabilities call for, and chooses the engine.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from skyc.compiler.base import BuildRequest, Capabilities, CloudModule, check_supported
+from skyc.compiler.base import (
+    BuildRequest,
+    Capabilities,
+    CredentialCheck,
+    CredentialsModule,
+    Errors,
+    Lowering,
+    Outputs,
+    Target,
+    check_supported,
+)
 from skyc.config import SkycConfig
 from skyc.errors import ProvisionError, UnsupportedFeature
 from skyc.nodes import Node
 from skyc.optimizer.plan import Placement
+from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.model import Stack
 from skyc.stacks.workspace import check_cluster_name
 from skyc.task.candidate import ResourceCandidate
 
+# Registered targets; each is the folder skyc/compiler/<name>/.
 TARGETS = ("aws", "local", "ssh")
+# The modules every target folder holds.
+TARGET_MODULES = ("lowering", "errors", "outputs", "credentials")
 
 
-def cloud_module(cloud: str) -> CloudModule:
-    if cloud not in TARGETS:
+def target(name: str) -> Target:
+    """The target record for ``name``, or UnsupportedFeature naming the known ones."""
+    if name not in TARGETS:
         raise UnsupportedFeature(
-            f"infra: skyc cannot provision on {cloud!r} yet (supported: {', '.join(TARGETS)})"
+            f"infra: skyc cannot provision on {name!r} yet (supported: {', '.join(TARGETS)})"
         )
-    return cast(CloudModule, importlib.import_module(f"skyc.compiler.{cloud}"))
+    record = importlib.import_module(f"skyc.compiler.{name}").TARGET
+    return cast(Target, record)
+
+
+def _part(name: str, module: str) -> Any:
+    target(name)
+    return importlib.import_module(f"skyc.compiler.{name}.{module}")
+
+
+def lowering(name: str) -> Lowering:
+    return cast(Lowering, _part(name, "lowering"))
 
 
 def capabilities(cloud: str) -> Capabilities:
-    return cloud_module(cloud).CAPABILITIES
+    return target(cloud).capabilities
+
+
+def choose_engine(cloud: str, requested: str | None, config: SkycConfig) -> str:
+    """The engine for a target's stacks: ``requested`` (``--engine``), else the
+    config's ``engine`` (for this target, then for all), else the target's first.
+
+    An explicit request (``--engine``, or the config naming this target) for an
+    engine the target lacks is refused, naming the engines it has; a config-wide
+    default it lacks falls back to the target's own first engine.
+    """
+    record = target(cloud)
+    per_target, default = config.engine_for(cloud)
+    explicit = requested or per_target
+    if explicit:
+        if explicit not in record.engines:
+            raise UnsupportedFeature(
+                f"engine: {cloud} stacks cannot be applied with {explicit} "
+                f"(engines for {cloud}: {', '.join(record.engines)})",
+                hint=f"use --engine {record.engines[0]}, or leave the engine unset",
+            )
+        return explicit
+    if default and default in record.engines:
+        return default
+    return record.engines[0]
 
 
 def build_stack(
@@ -45,15 +96,15 @@ def build_stack(
 ) -> Stack:
     """The cluster's stack. Pure: reads nothing and writes nothing on disk."""
     check_cluster_name(cluster)
-    module = cloud_module(placement.cloud)
-    check_supported(module.CAPABILITIES, placement, candidate)
-    return module.build(BuildRequest(cluster=cluster, placement=placement, candidate=candidate,
-                                     config=config, workspace=workspace))
+    check_supported(capabilities(placement.cloud), placement, candidate)
+    return lowering(placement.cloud).build(BuildRequest(
+        cluster=cluster, placement=placement, candidate=candidate, config=config,
+        workspace=workspace))
 
 
 def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
     """Values of the stack's input variables; may create files (the cluster's SSH key)."""
-    return cloud_module(stack.cloud).workspace_values(stack, workspace)
+    return lowering(stack.cloud).workspace_values(stack, workspace)
 
 
 def nodes_from_outputs(
@@ -65,25 +116,34 @@ def nodes_from_outputs(
     workspace: Path,
 ) -> list[Node]:
     """The cluster's nodes from the engine's outputs."""
-    return cloud_module(cloud).nodes_from_outputs(
-        cluster, outputs, config=config, workspace=workspace
-    )
+    module = cast(Outputs, _part(cloud, "outputs"))
+    return module.nodes(cluster, outputs, config=config, workspace=workspace)
 
 
 def classify_error(
-    cloud: str, diagnostics: list[dict[str, Any]], *, placement: Placement | None = None
+    cloud: str, diagnostics: Sequence[Diagnostic], *, placement: Placement | None = None
 ) -> ProvisionError | None:
-    """A ProvisionError for the first diagnostic the cloud module recognizes, else None."""
-    return cloud_module(cloud).classify(diagnostics, placement)
+    """A ProvisionError for the first diagnostic the target recognizes, else None."""
+    return cast(Errors, _part(cloud, "errors")).classify(diagnostics, placement)
+
+
+def credentials(cloud: str, env: Mapping[str, str], home: Path) -> CredentialCheck:
+    """Whether the target's credentials are present (cheap local checks only)."""
+    return cast(CredentialsModule, _part(cloud, "credentials")).credentials(env, home)
 
 
 __all__ = [
     "TARGETS",
+    "TARGET_MODULES",
     "Capabilities",
+    "Target",
     "build_stack",
     "capabilities",
+    "choose_engine",
     "classify_error",
-    "cloud_module",
+    "credentials",
+    "lowering",
     "nodes_from_outputs",
+    "target",
     "workspace_values",
 ]

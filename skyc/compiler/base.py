@@ -1,13 +1,18 @@
-"""What every cloud module of the compiler declares and provides.
+"""What every target of the compiler declares and provides.
 
-Each cloud module (``aws``, ``local``, ``ssh``) exposes the same small set of
-names: ``CAPABILITIES``, ``build``, ``workspace_values``, ``nodes_from_outputs``
-and ``classify``. Differences between clouds are declared in the capabilities
+Each target is a folder, ``skyc/compiler/<target>/``, with the same files:
+``__init__.py`` (a :class:`Target` record: name, capabilities, the engines it
+supports in order of preference), ``lowering.py`` (``build(request) -> Stack``
+and ``workspace_values``), ``errors.py`` (``classify(diagnostics, placement)``),
+``outputs.py`` (``nodes(cluster, outputs, ...)``) and ``credentials.py``
+(``credentials(env, home)``). Differences between targets are declared in the
 record and handled here, not branched on by cloud name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,6 +22,7 @@ from skyc.config import SkycConfig
 from skyc.errors import EngineError, ProvisionError, UnsupportedFeature
 from skyc.nodes import Node
 from skyc.optimizer.plan import Placement
+from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.model import Stack
 from skyc.task.candidate import ResourceCandidate
 
@@ -60,25 +66,58 @@ class BuildRequest(BaseModel):
         return cluster_labels(self.cluster, self.candidate)
 
 
-class CloudModule(Protocol):
-    CAPABILITIES: Capabilities
+class Target(BaseModel):
+    """A target's record: its name, what it can do, and the engines that can apply its
+    stacks, the preferred first."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    capabilities: Capabilities
+    engines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Whether a target's credentials were found (``reason`` says which, or why not;
+    ``hint`` what to set). Never holds a secret."""
+
+    ok: bool
+    reason: str
+    hint: str | None = None
+
+
+class CredentialCheck(Protocol):
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def hint(self) -> str | None: ...
+
+
+class Lowering(Protocol):
     def build(self, request: BuildRequest) -> Stack: ...
 
     def workspace_values(self, stack: Stack, workspace: Path) -> dict[str, Any]: ...
 
-    def nodes_from_outputs(
-        self,
-        cluster: str,
-        outputs: dict[str, Any],
-        *,
-        config: SkycConfig,
-        workspace: Path,
+
+class Outputs(Protocol):
+    def nodes(
+        self, cluster: str, outputs: dict[str, Any], *, config: SkycConfig, workspace: Path,
     ) -> list[Node]: ...
 
+
+class Errors(Protocol):
     def classify(
-        self, diagnostics: list[dict[str, Any]], placement: Placement | None
+        self, diagnostics: Sequence[Diagnostic], placement: Placement | None
     ) -> ProvisionError | None: ...
+
+
+class CredentialsModule(Protocol):
+    def credentials(self, env: Mapping[str, str], home: Path) -> CredentialCheck: ...
 
 
 def check_supported(caps: Capabilities, placement: Placement, candidate: ResourceCandidate) -> None:
@@ -104,14 +143,14 @@ def cluster_labels(cluster: str, candidate: ResourceCandidate) -> dict[str, str]
 
 
 def no_workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
-    """``workspace_values`` of a cloud whose stacks have no input variables."""
+    """``workspace_values`` of a target whose stacks have no input variables."""
     return {}
 
 
 def classify_nothing(
-    diagnostics: list[dict[str, Any]], placement: Placement | None
+    diagnostics: Sequence[Diagnostic], placement: Placement | None
 ) -> ProvisionError | None:
-    """``classify`` of a cloud with no capacity or quota to run out of."""
+    """``classify`` of a target with no capacity or quota to run out of."""
     return None
 
 
@@ -126,6 +165,3 @@ def list_output(outputs: dict[str, Any], key: str, cluster: str) -> list[Any]:
 def node_name(rank: int) -> str:
     return "head" if rank == 0 else f"worker{rank}"
 
-
-# Terraform expression for node_name(count.index).
-NODE_NAME_EXPR = 'count.index == 0 ? "head" : format("worker%d", count.index)'

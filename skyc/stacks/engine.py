@@ -1,14 +1,19 @@
-"""The engine protocol (plan / apply / destroy / outputs) and its typed results."""
+"""The engine protocol (prepare / plan / apply / outputs / refresh / destroy) and its
+typed results."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from skyc.errors import EngineError
+from skyc.stacks.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from skyc.stacks.model import Stack
 
 Action = Literal["create", "update", "replace", "delete", "no-op", "read"]
 
@@ -16,9 +21,10 @@ Action = Literal["create", "update", "replace", "delete", "no-op", "read"]
 class ResourceChange(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    address: str                 # e.g. aws_instance.node[1]
+    address: str                 # e.g. aws_instance.node_1, or a Pulumi URN
     type: str
     action: Action
+    inputs: dict[str, Any] | None = None  # an offline preview's resource arguments
 
 
 class StackDiff(BaseModel):
@@ -29,6 +35,7 @@ class StackDiff(BaseModel):
     changes: list[ResourceChange] = Field(default_factory=list)
     plan_file: str | None = None
     exit_code: int | None = None  # plan -detailed-exitcode: 0 no changes, 2 changes
+    offline: bool = False         # a preview computed without the engine (no cloud read)
 
     def of(self, action: Action) -> list[ResourceChange]:
         return [c for c in self.changes if c.action == action]
@@ -68,7 +75,7 @@ class ApplyFailed(EngineError):
     """
 
     def __init__(
-        self, message: str, diagnostics: list[dict[str, Any]], *, log_file: Path | None = None
+        self, message: str, diagnostics: list[Diagnostic], *, log_file: Path | None = None
     ) -> None:
         hint = f"full engine output: {log_file}" if log_file else None
         super().__init__(message, hint=hint)
@@ -76,17 +83,34 @@ class ApplyFailed(EngineError):
         self.log_file = log_file
 
 
+class Refresh(BaseModel):
+    """What the engine found reading the stack's resources back: ``gone`` were deleted
+    outside skyc; ``managed`` is how many resources its state holds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gone: list[str] = Field(default_factory=list)
+    managed: int = 0
+
+
 class Engine(Protocol):
     """Drives one stack workspace."""
 
+    name: str
     workspace: Path
 
     def init(self) -> None: ...
+
+    def prepare(self, stack: Stack) -> None:
+        """Make the workspace ready for ``stack`` (init only when it is needed)."""
+        ...
 
     def plan(self, *, destroy: bool = False) -> StackDiff: ...
 
     def apply(self, diff: StackDiff, progress: ProgressCallback | None = None) -> None: ...
 
     def outputs(self) -> dict[str, Any]: ...
+
+    def refresh(self) -> Refresh: ...
 
     def destroy(self, progress: ProgressCallback | None = None) -> None: ...

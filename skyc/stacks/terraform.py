@@ -8,6 +8,7 @@ provider mirrors. Every run's output is kept in ``<workspace>/logs/<time>-<op>.l
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -20,13 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from skyc.errors import EngineError
-from skyc.stacks.engine import (
-    ApplyFailed,
-    ProgressCallback,
-    ProgressEvent,
-    ResourceChange,
-    StackDiff,
+from skyc.stacks import terraform_json
+from skyc.stacks.diagnostics import Diagnostic
+from skyc.stacks.engine import ApplyFailed, ProgressCallback, ProgressEvent, Refresh, StackDiff
+from skyc.stacks.model import Stack
+from skyc.stacks.terraform_output import (
+    diagnostic,
+    drift_deleted,
+    event,
+    managed_count,
+    parse_plan_json,
 )
+
+NAME = "terraform"
+_INIT_MARK = ".terraform/skyc-init.sha256"
 
 PLAN_FILE = "skyc.tfplan"
 DEFAULT_APPLY_TIMEOUT_S = 3600.0
@@ -56,48 +64,6 @@ def find_binary() -> str:
         hint="install Terraform (https://developer.hashicorp.com/terraform/install) or "
         "OpenTofu (https://opentofu.org/docs/intro/install/), or set SKYC_TERRAFORM",
     )
-
-
-def _action(actions: list[str]) -> str:
-    if actions in (["delete", "create"], ["create", "delete"]):
-        return "replace"
-    if len(actions) == 1 and actions[0] in ("create", "update", "delete", "no-op", "read"):
-        return actions[0]
-    raise EngineError(f"unknown change actions in plan: {actions}")
-
-
-def parse_plan_json(doc: dict[str, Any]) -> list[ResourceChange]:
-    """Resource changes from ``terraform show -json <plan>``."""
-    changes = []
-    for rc in doc.get("resource_changes") or []:
-        action = _action(list(rc["change"]["actions"]))
-        changes.append(ResourceChange(address=rc["address"], type=rc["type"], action=action))
-    return sorted(changes, key=lambda c: c.address)
-
-
-def _event(msg: dict[str, Any]) -> ProgressEvent | None:
-    """A progress event from one ``-json`` UI line, or None for lines of no interest."""
-    kind = msg.get("type")
-    hook = msg.get("hook") or {}
-    address = (hook.get("resource") or {}).get("addr")
-    mapping = {
-        "apply_start": "start",
-        "apply_progress": "progress",
-        "apply_complete": "complete",
-        "apply_errored": "errored",
-        "provision_progress": "message",
-    }
-    if kind in mapping:
-        return ProgressEvent(
-            kind=mapping[kind],
-            address=address,
-            action=hook.get("action"),
-            elapsed_s=hook.get("elapsed_seconds"),
-            message=str(msg.get("@message", "")),
-        )
-    if kind == "change_summary":
-        return ProgressEvent(kind="summary", message=str(msg.get("@message", "")))
-    return None
 
 
 class TerraformEngine:
@@ -143,12 +109,12 @@ class TerraformEngine:
         timeout_s: float,
         on_line: ProgressCallback | None = None,
         json_lines: bool = False,
-    ) -> tuple[int, list[str], list[dict[str, Any]]]:
+    ) -> tuple[int, list[str], list[Diagnostic]]:
         """Run terraform; returns (exit code, stdout lines, error diagnostics)."""
         log_path = self._log_path(op)
         self.last_log = log_path
         cmd = [self.binary, *args]
-        diagnostics: list[dict[str, Any]] = []
+        diagnostics: list[Diagnostic] = []
         lines: list[str] = []
         log_path.write_text("$ " + " ".join(cmd) + "\n")
         # terraform writes to the log file, not to a pipe: if skyc dies, a pipe
@@ -199,7 +165,7 @@ class TerraformEngine:
         proc: subprocess.Popen[bytes],
         log: Any,
         lines: list[str],
-        diagnostics: list[dict[str, Any]],
+        diagnostics: list[Diagnostic],
         on_line: ProgressCallback | None,
         json_lines: bool,
     ) -> int:
@@ -250,7 +216,7 @@ class TerraformEngine:
 
     @staticmethod
     def _handle_json(
-        line: str, diagnostics: list[dict[str, Any]], on_line: ProgressCallback | None
+        line: str, diagnostics: list[Diagnostic], on_line: ProgressCallback | None
     ) -> None:
         try:
             msg = json.loads(line)
@@ -258,19 +224,20 @@ class TerraformEngine:
             return
         if not isinstance(msg, dict):
             return
-        if msg.get("type") == "diagnostic" and msg.get("@level") == "error":
-            diagnostics.append(msg)
+        diag = diagnostic(msg)
+        if diag is not None:
+            diagnostics.append(diag)
         if on_line is not None:
-            event = _event(msg)
-            if event is not None:
-                on_line(event)
+            progress = event(msg)
+            if progress is not None:
+                on_line(progress)
 
-    def _fail(self, op: str, lines: list[str], diagnostics: list[dict[str, Any]]) -> ApplyFailed:
+    def _fail(self, op: str, lines: list[str], diagnostics: list[Diagnostic]) -> ApplyFailed:
         if diagnostics:
-            first = diagnostics[0].get("diagnostic", {})
-            text = first.get("summary", "")
-            if first.get("detail"):
-                text += ": " + str(first["detail"]).strip()
+            first = diagnostics[0]
+            text = first.summary
+            if first.detail:
+                text += ": " + first.detail.strip()
         else:
             text = "\n".join(lines[-15:])
         return ApplyFailed(f"terraform {op} failed: {text}", diagnostics, log_file=self.last_log)
@@ -287,6 +254,21 @@ class TerraformEngine:
                 "terraform init failed:\n" + "\n".join(lines[-20:]),
                 hint=f"full output: {self.last_log}",
             )
+
+    def prepare(self, stack: Stack) -> None:
+        """Run ``init`` unless this workspace was initialized for the same providers
+        and backend."""
+        mark = self.workspace / _INIT_MARK
+        key = init_key(stack)
+        if not mark.exists() or mark.read_text() != key:
+            self.init()
+            mark.parent.mkdir(parents=True, exist_ok=True)
+            mark.write_text(key)
+
+    def ensure_init(self) -> None:
+        """Initialize a workspace that never was (e.g. before destroying it)."""
+        if not (self.workspace / _INIT_MARK).exists():
+            self.init()
 
     def plan(self, *, destroy: bool = False) -> StackDiff:
         args = ["plan", "-input=false", "-json", "-detailed-exitcode", f"-out={PLAN_FILE}",
@@ -318,7 +300,20 @@ class TerraformEngine:
         doc = self._capture_json("output", ["output", "-json", "-no-color"])
         return {name: item.get("value") for name, item in sorted(doc.items())}
 
+    def refresh(self) -> Refresh:
+        """A refresh-only plan: every resource read back from the cloud, nothing changed."""
+        rc, lines, diags = self._run(
+            "refresh", ["plan", "-refresh-only", "-json", "-input=false", "-lock-timeout=60s"],
+            timeout_s=600, json_lines=True,
+        )
+        if rc != 0:
+            raise self._fail("refresh", lines, diags)
+        gone = drift_deleted("\n".join(lines))
+        state = self._capture_json("show", ["show", "-json", "-no-color"])
+        return Refresh(gone=gone, managed=managed_count(state))
+
     def destroy(self, progress: ProgressCallback | None = None) -> None:
+        self.ensure_init()
         started = time.monotonic()
         rc, lines, diags = self._run(
             "destroy",
@@ -333,3 +328,47 @@ class TerraformEngine:
         if progress is not None:
             progress(ProgressEvent(kind="summary", elapsed_s=time.monotonic() - started,
                                    message="destroyed"))
+
+
+def init_key(stack: Stack) -> str:
+    """Changes when terraform must be initialized again (providers or backend)."""
+    doc = terraform_json.to_terraform(stack)
+    relevant = {"terraform": doc.get("terraform"), "providers": sorted(doc.get("provider", {}))}
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+
+
+STACK_FILE = terraform_json.STACK_FILE
+
+
+def open_engine(workspace: Path) -> TerraformEngine:
+    return TerraformEngine(workspace)
+
+
+def files(stack: Stack) -> dict[str, str]:
+    return terraform_json.files(stack)
+
+
+def write(stack: Stack, workspace: Path, values: dict[str, Any]) -> Path:
+    """``main.tf.json`` and, when the stack has inputs, ``terraform.tfvars.json``."""
+    for name, text in files(stack).items():
+        _write_if_changed(workspace / name, text)
+    vars_path = workspace / terraform_json.VARS_FILE
+    if values:
+        _write_if_changed(vars_path, terraform_json.dumps(values))
+    elif vars_path.exists():
+        vars_path.unlink()
+    return workspace / STACK_FILE
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def unavailable() -> str | None:
+    """Why terraform cannot run here (None when it can)."""
+    try:
+        find_binary()
+    except EngineError as exc:
+        return f"{exc} ({exc.hint})" if exc.hint else str(exc)
+    return None

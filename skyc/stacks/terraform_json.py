@@ -1,7 +1,10 @@
 """Emit a Stack as Terraform JSON syntax (``main.tf.json``).
 
-The output is deterministic: keys sorted, resources keyed by type and name, a
-trailing newline. The same stack always gives the same bytes.
+The only place that writes Terraform's syntax: ``${...}`` references, the
+``lifecycle`` and ``depends_on`` meta-arguments, ``local-exec`` provisioners and
+the ``terraform`` block. The output is deterministic: keys sorted, resources
+keyed by type and name, a trailing newline. The same stack always gives the same
+bytes.
 """
 
 from __future__ import annotations
@@ -10,24 +13,76 @@ import json
 from typing import Any
 
 from skyc.errors import EngineError
-from skyc.stacks.model import Stack
+from skyc.stacks.model import Block, Provider, Ref, Resource, Stack, Var, check_references
 
+ENGINE = "terraform"
 STACK_FILE = "main.tf.json"
 VARS_FILE = "terraform.tfvars.json"
 
 
+def address(resource: Resource) -> str:
+    """The resource's terraform address, e.g. ``aws_instance.node_0``."""
+    return f"{resource.type_for(ENGINE)}.{resource.name}"
+
+
+class _Renderer:
+    def __init__(self, stack: Stack) -> None:
+        self.addresses = {r.key: address(r) for r in stack.resources}
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, Ref):
+            return "${" + f"{self.addresses[value.resource]}.{value.attribute}" + "}"
+        if isinstance(value, Var):
+            return "${var." + value.name + "}"
+        if isinstance(value, Block):
+            return self.value(value.values)
+        if isinstance(value, dict):
+            return {str(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(v) for v in value]
+        if isinstance(value, str):
+            return value.replace("${", "$${").replace("%{", "%%{")
+        return value
+
+    def resource(self, res: Resource) -> dict[str, Any]:
+        renames = res.arg_names.get(ENGINE, {})
+        body: dict[str, Any] = {
+            renames.get(k, k): self.value(v) for k, v in res.properties.items()
+        }
+        if res.depends_on:
+            body["depends_on"] = sorted(self.addresses[k] for k in res.depends_on)
+        if res.ignore_changes:
+            body["lifecycle"] = {"ignore_changes": sorted(res.ignore_changes)}
+        if res.commands:
+            body["provisioner"] = [
+                {"local-exec": {
+                    "command": c.command,
+                    **({"environment": dict(c.environment)} if c.environment else {}),
+                    **({"when": "destroy"} if c.when == "destroy" else {}),
+                }}
+                for c in res.commands
+            ]
+        return body
+
+
 def to_terraform(stack: Stack) -> dict[str, Any]:
     """The stack as a Terraform JSON document (a plain dict)."""
+    check_references(stack)
+    render = _Renderer(stack)
     doc: dict[str, Any] = {}
     terraform: dict[str, Any] = {}
-    if stack.required_providers:
-        terraform["required_providers"] = dict(stack.required_providers)
+    required = {
+        name: {"source": p.source, "version": p.version}
+        for name, p in _providers(stack) if p.source and p.version
+    }
+    if required:
+        terraform["required_providers"] = required
     if stack.backend:
         terraform["backend"] = dict(stack.backend)
     if terraform:
         doc["terraform"] = terraform
     if stack.providers:
-        doc["provider"] = dict(stack.providers)
+        doc["provider"] = {name: render.value(p.settings) for name, p in _providers(stack)}
     if stack.variables:
         doc["variable"] = {
             name: var.model_dump(exclude_defaults=True) | {"type": var.type}
@@ -35,21 +90,24 @@ def to_terraform(stack: Stack) -> dict[str, Any]:
         }
     resources: dict[str, dict[str, Any]] = {}
     for res in stack.resources:
-        body = dict(res.properties)
-        if res.dependencies:
-            body["depends_on"] = sorted(res.dependencies)
-        by_type = resources.setdefault(res.type, {})
+        by_type = resources.setdefault(res.type_for(ENGINE), {})
         if res.name in by_type:
-            raise EngineError(f"stack {stack.name}: duplicate resource {res.address}")
-        by_type[res.name] = body
+            raise EngineError(f"stack {stack.name}: duplicate resource {address(res)}")
+        by_type[res.name] = render.resource(res)
     if resources:
         doc["resource"] = resources
     if stack.outputs:
         doc["output"] = {
-            name: out.model_dump(exclude_defaults=True) | {"value": out.value}
+            name: out.model_dump(exclude_defaults=True) | {"value": render.value(out.value)}
             for name, out in stack.outputs.items()
         }
     return doc
+
+
+def _providers(stack: Stack) -> list[tuple[str, Provider]]:
+    """(terraform provider name, provider), sorted."""
+    return sorted(((p.types.get(ENGINE, name), p) for name, p in stack.providers.items()),
+                  key=lambda item: item[0])
 
 
 def dumps(doc: Any) -> str:
@@ -60,3 +118,8 @@ def dumps(doc: Any) -> str:
 def emit(stack: Stack) -> str:
     """``main.tf.json`` text for the stack."""
     return dumps(to_terraform(stack))
+
+
+def files(stack: Stack) -> dict[str, str]:
+    """The files the terraform engine reads: ``main.tf.json``."""
+    return {STACK_FILE: emit(stack)}

@@ -1,21 +1,30 @@
-"""Golden compile cases: tests/fixtures/compile/<cloud>/<case>/.
+"""Golden compile cases: tests/fixtures/compile/<target>/<case>/.
 
 Each case holds placement.json, candidate.json, optionally config.json, and the
-expected main.tf.json. ``SKYC_REGEN=1`` rewrites the expected files.
+expected files of every engine its target supports (terraform: main.tf.json;
+pulumi: __main__.py and Pulumi.yaml). ``outcomes.json`` (next to the target
+folders) records what every registered target does with every case: ``ok`` or
+the error it refuses it with. ``SKYC_REGEN=1`` rewrites the expected files.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from skyc.compiler import build_stack
+from skyc.compiler import build_stack, target
 from skyc.config import SkycConfig
 from skyc.optimizer.plan import Placement
-from skyc.stacks import STACK_FILE, Stack
+from skyc.stacks import Stack, emit
 from skyc.task.candidate import ResourceCandidate
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "compile"
+OUTCOMES = ROOT / "outcomes.json"
+
+
+def regen() -> bool:
+    return os.environ.get("SKYC_REGEN") == "1"
 
 
 def cases() -> list[Path]:
@@ -43,10 +52,21 @@ def compile_case(case: Path, workspace: Path) -> Stack:
     return build_stack(cluster, placement, candidate, config=config, workspace=workspace)
 
 
-def expected(case: Path) -> str:
-    return (case / STACK_FILE).read_text()
+def engines(case: Path) -> tuple[str, ...]:
+    """The engines of the case's own target."""
+    return target(case.parent.name).engines
 
 
-def write_expected(case: Path, text: str) -> None:
-    json.loads(text)  # never store a broken golden file
-    (case / STACK_FILE).write_text(text)
+def emitted(case: Path, engine: str, workspace: Path) -> dict[str, str]:
+    return emit(compile_case(case, workspace), engine)
+
+
+def expected(case: Path, names: list[str]) -> dict[str, str]:
+    return {name: (case / name).read_text() for name in names if (case / name).exists()}
+
+
+def write_expected(case: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        if name.endswith(".json"):
+            json.loads(text)  # never store a broken golden file
+        (case / name).write_text(text)

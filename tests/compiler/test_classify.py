@@ -1,7 +1,8 @@
 """Classifying AWS provisioning failures from real ``terraform apply -json`` output.
 
 The fixtures in tests/fixtures/errors/aws/<Code>.jsonl are diagnostics recorded
-from real terraform runs; each file's name is the expected code.
+from real terraform runs; each file's name is the expected code. They reach the
+classifier the way the terraform engine passes them on: as neutral Diagnostics.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pytest
 from skyc.compiler import classify_error
 from skyc.errors import ProvisionError
 from skyc.optimizer.plan import Placement
+from skyc.stacks.diagnostics import Diagnostic
+from skyc.stacks.terraform_output import diagnostic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "aws"
 RECORDED = sorted(FIXTURES.glob("*.jsonl"))
@@ -39,9 +42,9 @@ PLACEMENT = Placement(cloud="aws", region="us-east-1", zone="use1-az1",
                       instance_type="t3.micro", hourly_cost=0.01)
 
 
-def _diagnostics(path: Path) -> list[dict[str, Any]]:
+def _diagnostics(path: Path) -> list[Diagnostic]:
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [m for m in lines if m.get("type") == "diagnostic" and m.get("@level") == "error"]
+    return [d for d in map(diagnostic, lines) if d is not None]
 
 
 def test_fixtures_are_present() -> None:
@@ -65,10 +68,14 @@ def test_recorded_diagnostic_is_classified(path: Path) -> None:
         assert error.hint
 
 
-def _diag(summary: str, address: str = "aws_instance.node[0]") -> dict[str, Any]:
-    return {"@level": "error", "type": "diagnostic",
-            "diagnostic": {"severity": "error", "summary": summary, "detail": "",
-                           "address": address}}
+def _diag(summary: str, address: str = "aws_instance.node_0") -> Diagnostic:
+    line: dict[str, Any] = {
+        "@level": "error", "type": "diagnostic",
+        "diagnostic": {"severity": "error", "summary": summary, "detail": "", "address": address},
+    }
+    diag = diagnostic(line)
+    assert diag is not None
+    return diag
 
 
 @pytest.mark.parametrize("code", sorted(EXPECTED))
@@ -89,9 +96,9 @@ def test_unknown_failures_are_left_unclassified() -> None:
 
 def test_first_classifiable_diagnostic_wins() -> None:
     diags = [_diag("something else"),
-             _diag("api error VcpuLimitExceeded: limit", "aws_instance.node[1]")]
+             _diag("api error VcpuLimitExceeded: limit", "aws_instance.node_1")]
     error = classify_error("aws", diags, placement=PLACEMENT)
-    assert error is not None and error.failure.resource == "aws_instance.node[1]"
+    assert error is not None and error.failure.resource == "aws_instance.node_1"
 
 
 @pytest.mark.parametrize("cloud", ["local", "ssh"])

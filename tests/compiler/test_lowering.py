@@ -11,7 +11,8 @@ from skyc.compiler import build_stack, capabilities, nodes_from_outputs
 from skyc.config import SkycConfig
 from skyc.errors import ConfigError, SkycError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
-from skyc.stacks import Stack, to_terraform
+from skyc.stacks import Block, Ref, Stack, to_terraform
+from skyc.stacks.terraform_json import address
 from skyc.task.candidate import ResourceCandidate
 
 WS = Path("/nonexistent/skyc/clusters/c")
@@ -30,28 +31,43 @@ def _build(placement: Placement, config: SkycConfig | None = None, **cand: Any) 
                        config=config or SkycConfig(), workspace=WS)
 
 
-def _res(stack: Stack, address: str) -> dict[str, Any]:
-    return stack.resource(address).properties
+def _plain(value: Any) -> Any:
+    """Blocks as their values, to read nested arguments."""
+    if isinstance(value, Block):
+        return _plain(value.values)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _res(stack: Stack, key: str) -> dict[str, Any]:
+    return dict(_plain(stack.resource(key).properties))
+
+
+def _addresses(stack: Stack) -> set[str]:
+    return {address(r) for r in stack.resources}
 
 
 def test_every_taggable_aws_resource_carries_cluster_and_labels() -> None:
     stack = _build(_aws(num_nodes=2), labels={"team": "ml"}, network_tier="best")
     for res in stack.resources:
-        if res.type in UNTAGGABLE:
+        if res.types["terraform"] in UNTAGGABLE:
             continue
         tags = res.properties["tags"]
-        assert tags["skyc-cluster"] == "c" and tags["team"] == "ml", res.address
+        assert tags["skyc-cluster"] == "c" and tags["team"] == "ml", res.key
 
 
 def test_zone_id_ports_and_rules() -> None:
     stack = _build(_aws(), ports=("8080", "9000-9010", "22"))
-    assert _res(stack, "aws_subnet.main")["availability_zone_id"] == "use1-az2"
+    assert _res(stack, "subnet")["availability_zone_id"] == "use1-az2"
     ingress = {r.name: r.properties for r in stack.resources
-               if r.type == "aws_vpc_security_group_ingress_rule"}
+               if r.types["terraform"] == "aws_vpc_security_group_ingress_rule"}
     assert set(ingress) == {"tcp_22", "tcp_8080", "tcp_9000_9010", "cluster"}
     assert (ingress["tcp_9000_9010"]["from_port"], ingress["tcp_9000_9010"]["to_port"]) == (
         9000, 9010)
-    assert "aws_vpc_security_group_egress_rule.all" in {r.address for r in stack.resources}
+    assert "aws_vpc_security_group_egress_rule.all" in _addresses(stack)
 
 
 @pytest.mark.parametrize("bad", ["http", "70000", "10-5"])
@@ -61,17 +77,18 @@ def test_bad_port_names_the_field(bad: str) -> None:
 
 
 def test_spot_uses_market_options_and_ignores_them_after_create() -> None:
-    inst = _res(_build(_aws(use_spot=True)), "aws_instance.node")
+    spot = _build(_aws(use_spot=True))
+    inst = _res(spot, "node_0")
     assert inst["instance_market_options"]["market_type"] == "spot"
-    assert "instance_market_options" in inst["lifecycle"]["ignore_changes"]
-    on_demand = _res(_build(_aws()), "aws_instance.node")
+    assert "instance_market_options" in spot.resource("node_0").ignore_changes
+    on_demand = _res(_build(_aws()), "node_0")
     assert "instance_market_options" not in on_demand
 
 
 def test_disk_tiers() -> None:
-    low = _res(_build(_aws(), disk_tier="low", disk_size=50), "aws_instance.node")
+    low = _res(_build(_aws(), disk_tier="low", disk_size=50), "node_0")
     assert "iops" not in low["root_block_device"]
-    ultra = _res(_build(_aws(), disk_tier="ultra", disk_size=20), "aws_instance.node")
+    ultra = _res(_build(_aws(), disk_tier="ultra", disk_size=20), "node_0")
     assert ultra["root_block_device"]["iops"] == 10000          # 500 IOPS per GiB
     assert ultra["root_block_device"]["throughput"] == 1000
     with pytest.raises(ConfigError, match="disk_tier"):
@@ -81,16 +98,18 @@ def test_disk_tiers() -> None:
 def test_efa_and_placement_group_for_best_network() -> None:
     stack = _build(_aws(instance_type="p5.48xlarge", accelerators={"H100": 8}, num_nodes=4),
                    network_tier="best")
-    addresses = {r.address for r in stack.resources}
-    assert {"aws_network_interface.efa", "aws_eip.node", "aws_placement_group.main",
+    addresses = _addresses(stack)
+    assert {*(f"aws_network_interface.efa_{i}" for i in range(4)),
+            *(f"aws_eip.node_{i}" for i in range(4)), "aws_placement_group.main",
             "aws_vpc_security_group_ingress_rule.efa",
             "aws_vpc_security_group_egress_rule.efa"} <= addresses
-    assert _res(stack, "aws_network_interface.efa")["interface_type"] == "efa"
-    inst = _res(stack, "aws_instance.node")
-    assert "subnet_id" not in inst and inst["network_interface"]["device_index"] == 0
+    assert _res(stack, "efa_3")["interface_type"] == "efa"
+    inst = _res(stack, "node_3")
+    assert "subnet_id" not in inst and inst["network_interface"][0]["device_index"] == 0
+    assert inst["network_interface"][0]["network_interface_id"] == Ref(
+        resource="efa_3", attribute="id")
     plain = _build(_aws(num_nodes=4))
-    assert not {"aws_network_interface.efa", "aws_placement_group.main"} & {
-        r.address for r in plain.resources}
+    assert not {"aws_network_interface.efa_0", "aws_placement_group.main"} & _addresses(plain)
 
 
 @pytest.mark.parametrize(("instance_type", "accelerators", "arch", "tag_image"), [
@@ -104,12 +123,12 @@ def test_ami_from_the_image_table(
     instance_type: str, accelerators: dict[str, float] | None, arch: str | None, tag_image: str
 ) -> None:
     placement = _aws(instance_type=instance_type, accelerators=accelerators, arch=arch)
-    assert _res(_build(placement), "aws_instance.node")["ami"] == tag_image
+    assert _res(_build(placement), "node_0")["ami"] == tag_image
 
 
 def test_user_images() -> None:
     per_region = {"us-east-1": "ami-0123456789abcdef0"}
-    assert _res(_build(_aws(), image_id=per_region), "aws_instance.node")["ami"] == (
+    assert _res(_build(_aws(), image_id=per_region), "node_0")["ami"] == (
         "ami-0123456789abcdef0")
     with pytest.raises(ConfigError, match="us-west-2"):
         _build(_aws(region="us-west-2", zone=None), image_id=per_region)
@@ -120,9 +139,9 @@ def test_user_images() -> None:
 def test_endpoint_override_sets_every_service_and_skips() -> None:
     config = SkycConfig.model_validate(
         {"aws": {"endpoint_url": "http://127.0.0.1:5000", "profile": "p"}})
-    provider = _build(_aws(), config).providers["aws"]
-    assert set(provider["endpoints"].values()) == {"http://127.0.0.1:5000"}
-    assert {"ec2", "sts"} <= set(provider["endpoints"])
+    provider = _plain(_build(_aws(), config).providers["aws"].settings)
+    assert set(provider["endpoints"][0].values()) == {"http://127.0.0.1:5000"}
+    assert {"ec2", "sts"} <= set(provider["endpoints"][0])
     assert provider["skip_credentials_validation"] and provider["skip_requesting_account_id"]
     assert provider["profile"] == "p" and provider["max_retries"] == 2
 

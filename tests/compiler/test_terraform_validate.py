@@ -13,7 +13,12 @@ import pytest
 from skyc.stacks import STACK_FILE
 from skyc.stacks.terraform import find_binary
 from tests.compiler.golden import case_id, cases
-from tests.support.terraform import plugin_dir, requires_aws_provider, requires_terraform
+from tests.support.terraform import (
+    TERRAFORM_ENV,
+    plugin_dir,
+    requires_aws_provider,
+    requires_terraform,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider]
 
@@ -21,7 +26,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aw
 def _tf(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([find_binary(), *args], cwd=workdir, capture_output=True, text=True,
                           timeout=300, env={"PATH": "/usr/bin:/bin:/usr/local/bin",
-                                            "HOME": str(workdir), "CHECKPOINT_DISABLE": "1"})
+                                            "HOME": str(workdir), "CHECKPOINT_DISABLE": "1",
+                                            **TERRAFORM_ENV})
 
 
 def test_golden_stacks_validate(tmp_path: Path) -> None:

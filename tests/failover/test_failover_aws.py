@@ -88,7 +88,7 @@ def test_zone_then_region_failover_then_refresh_and_destroy(aws: AwsHome) -> Non
         InstanceIds=[instances[0]["InstanceId"]])
     [row] = aws.status("fo", "--refresh", "-v")
     assert row["status"] == "FAILED"
-    assert "aws_instance.node[0]" in row["events"][-1]["message"]
+    assert "aws_instance.node_0" in row["events"][-1]["message"]
 
     out = aws.skyc("destroy", "fo", "--yes")
     assert out.returncode == 0, out.stdout + out.stderr

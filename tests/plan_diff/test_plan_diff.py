@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.terraform import requires_terraform
+from tests.support.terraform import TERRAFORM_ENV, requires_terraform
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,8 @@ def skyc(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("AWS_", "GOOGLE_", "AZURE_", "KUBECONFIG", "SKYC_"))}
     base.update(HOME=str(home), SKYC_HOME=str(home / ".skyc"), PYTHONPATH=str(ROOT),
-                COLUMNS="200", **env)
+                COLUMNS="200", **TERRAFORM_ENV)
+    base.update(env)
     return subprocess.run([sys.executable, "-m", "skyc", *args], capture_output=True,
                           text=True, env=base, timeout=240, cwd=ROOT)
 
@@ -64,8 +65,8 @@ def test_new_cluster_then_applied_then_grown(tmp_path: Path, home: Path) -> None
     [stack] = doc["stacks"]
     assert (stack["cluster"], stack["task"], stack["engine"], stack["status"]) == (
         "tiny", "tiny", "terraform", "ok")
-    assert actions(stack) == {"terraform_data.node[0]": ["create"],
-                              "terraform_data.node[1]": ["create"]}
+    assert actions(stack) == {"terraform_data.node_0": ["create"],
+                              "terraform_data.node_1": ["create"]}
     assert stack["summary"] == {"create": 2} and stack["has_changes"] is True
     assert doc["tasks"][0]["placement"]["cloud"] == "local"
 
@@ -73,8 +74,8 @@ def test_new_cluster_then_applied_then_grown(tmp_path: Path, home: Path) -> None
     r = skyc(home, "apply", two, "--yes")
     assert r.returncode == 0, r.stdout + r.stderr
     [stack] = plan_json(home, two)["stacks"]
-    assert actions(stack) == {"terraform_data.node[0]": ["no-op"],
-                              "terraform_data.node[1]": ["no-op"]}
+    assert actions(stack) == {"terraform_data.node_0": ["no-op"],
+                              "terraform_data.node_1": ["no-op"]}
     assert stack["has_changes"] is False
     r = skyc(home, "plan", two)
     assert r.returncode == 0, r.stderr
@@ -84,12 +85,12 @@ def test_new_cluster_then_applied_then_grown(tmp_path: Path, home: Path) -> None
     three = local_task(tmp_path / "three.yaml", 3)
     [stack] = plan_json(home, three)["stacks"]
     assert stack["summary"] == {"create": 1, "no-op": 2}
-    assert actions(stack)["terraform_data.node[2]"] == ["create"]
+    assert actions(stack)["terraform_data.node_2"] == ["create"]
     r = skyc(home, "plan", three)
     assert r.returncode == 0, r.stderr
     assert "stack tiny (terraform): 1 to create, 2 unchanged" in r.stdout
-    assert "+ terraform_data.node[2]" in r.stdout
-    assert "terraform_data.node[0]" not in r.stdout  # unchanged resources are not listed
+    assert "+ terraform_data.node_2" in r.stdout
+    assert "terraform_data.node_0" not in r.stdout  # unchanged resources are not listed
 
     # Planning changed nothing: the applied cluster still has two nodes.
     nodes = home / ".skyc" / "clusters" / "tiny" / "nodes"
@@ -135,7 +136,8 @@ def test_provider_init_failure_is_a_note(tmp_path: Path, home: Path) -> None:
                     "run: nvidia-smi\n")
     empty = tmp_path / "empty-mirror"
     empty.mkdir()
-    r = skyc(home, "plan", str(task), "--format", "json", SKYC_TF_PLUGIN_DIR=str(empty))
+    r = skyc(home, "plan", str(task), "--format", "json", SKYC_TF_PLUGIN_DIR=str(empty),
+             AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     [stack] = doc["stacks"]
@@ -144,6 +146,29 @@ def test_provider_init_failure_is_a_note(tmp_path: Path, home: Path) -> None:
     assert "SKYC_TF_PLUGIN_DIR" in stack["note"]  # the fix is named
     assert "\n" not in stack["note"]
     assert doc["tasks"][0]["placement"]["cloud"] == "aws"
+
+
+def test_plan_without_credentials_runs_no_engine(tmp_path: Path, home: Path) -> None:
+    """No AWS credentials here: the engine is not run at all (no init against the
+    provider registry, no instance-metadata probe), the placement is still shown."""
+    task = tmp_path / "gpu.yaml"
+    task.write_text("name: gpu\nresources:\n  infra: aws/us-east-1\n  accelerators: T4:1\n"
+                    "run: nvidia-smi\n")
+    ran = tmp_path / "engine-ran"
+    engine = tmp_path / "terraform"  # records any call; the real one would go online
+    engine.write_text(f"#!/bin/sh\necho \"$@\" >> {ran}\nexit 1\n")
+    engine.chmod(0o755)
+    r = skyc(home, "plan", str(task), "--format", "json", SKYC_TERRAFORM=str(engine))
+    assert r.returncode == 0, r.stderr
+    [stack] = json.loads(r.stdout)["stacks"]
+    assert stack["status"] == "unavailable" and stack["engine"] == "terraform"
+    assert "no aws credentials found" in stack["note"] and "AWS_ACCESS_KEY_ID" in stack["note"]
+    assert json.loads(r.stdout)["tasks"][0]["placement"]["cloud"] == "aws"
+    assert not ran.exists(), ran.read_text()
+    assert not (home / ".skyc" / "clusters").exists()
+    table = skyc(home, "plan", str(task), SKYC_TERRAFORM=str(engine))
+    assert table.returncode == 0 and "no aws credentials found" in table.stderr
+    assert "plan: gpu: aws/us-east-1" in table.stdout and not ran.exists()
 
 
 def test_cluster_option_needs_a_single_task(tmp_path: Path, home: Path) -> None:

@@ -74,7 +74,7 @@ def test_gpu_cluster_apply_replan_grow_destroy(
 
     grown = plan_changes("gpu", _gpu(3), CANDIDATE, config=aws_env)
     assert [(c.address, c.action) for c in grown.changes if c.action != "no-op"] == [
-        ("aws_instance.node[2]", "create")
+        ("aws_instance.node_2", "create")
     ]
 
     teardown("gpu")

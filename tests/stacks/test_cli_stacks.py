@@ -59,8 +59,9 @@ def test_compile_writes_plan_and_stacks_byte_identically(
     assert plan["stacks"] == [{"cluster": "train", "task": "train",
                                "path": "train/main.tf.json"}]
     stack = json.loads(runs[0][Path("train/main.tf.json")])
-    instance = stack["resource"]["aws_instance"]["node"]
-    assert instance["count"] == 2 and instance["tags"]["team"] == "ml"
+    instances = stack["resource"]["aws_instance"]
+    assert sorted(instances) == ["node_0", "node_1"]
+    assert instances["node_1"]["tags"]["team"] == "ml"
     assert stack["resource"]["aws_key_pair"]["main"]["public_key"] == "${var.ssh_public_key}"
     assert not skyc_home.exists() or not list(skyc_home.rglob("id_ed25519"))
 

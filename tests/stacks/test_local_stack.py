@@ -38,7 +38,7 @@ def test_local_cluster_lifecycle(skyc_home: Path) -> None:
         assert node.node_dir is not None and Path(node.node_dir).is_dir()
         assert Path(node.node_dir).parent == workspace / "nodes"
     assert {e.address for e in events if e.kind == "complete"} == {
-        "terraform_data.node[0]", "terraform_data.node[1]"
+        "terraform_data.node_0", "terraform_data.node_1"
     }
     saved = ClusterInfo.model_validate_json((workspace / "cluster.json").read_text())
     assert saved == info
@@ -51,7 +51,7 @@ def test_local_cluster_lifecycle(skyc_home: Path) -> None:
     grown = plan_changes("loc", _placement(3), candidate, config=SkycConfig())
     assert grown.exit_code == 2
     assert [(c.address, c.action) for c in grown.changes if c.action != "no-op"] == [
-        ("terraform_data.node[2]", "create")
+        ("terraform_data.node_2", "create")
     ]
 
     teardown("loc")

@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from skyc.errors import EngineError
-from skyc.stacks import ApplyFailed, Output, ProgressEvent, Resource, Stack, emit, write_stack
+from skyc.stacks import (
+    ApplyFailed,
+    LocalCommand,
+    Output,
+    ProgressEvent,
+    Ref,
+    Resource,
+    Stack,
+    emit,
+    write_stack,
+)
 from skyc.stacks.terraform import TerraformEngine, find_binary, parse_plan_json
 from tests.support.terraform import requires_terraform
 
@@ -17,11 +27,10 @@ from tests.support.terraform import requires_terraform
 def _stack(*commands: str, value: str = "v1") -> Stack:
     stack = Stack(name="t", cloud="local")
     for i, command in enumerate(commands):
-        stack.add(Resource(type="terraform_data", name=f"r{i}", properties={
-            "input": value,
-            "provisioner": [{"local-exec": {"command": command}}],
-        }))
-    stack.outputs = {"value": Output(value="${terraform_data.r0.output}")}
+        stack.add(Resource(key=f"r{i}", types={"terraform": "terraform_data"},
+                           properties={"input": value},
+                           commands=[LocalCommand(command=command)]))
+    stack.outputs = {"value": Output(value=Ref(resource="r0", attribute="output"))}
     return stack
 
 
@@ -49,7 +58,7 @@ def test_plan_json_actions() -> None:
 
 
 def test_emitted_stack_is_sorted_json() -> None:
-    text = emit(_stack("true"))
+    text = emit(_stack("true"), "terraform")["main.tf.json"]
     assert text.endswith("\n")
     assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
 
@@ -81,7 +90,8 @@ def test_failed_apply_carries_diagnostics(tmp_path: Path) -> None:
     with pytest.raises(ApplyFailed) as caught:
         engine.apply(engine.plan())
     assert caught.value.diagnostics
-    assert caught.value.diagnostics[0]["diagnostic"]["address"] == "terraform_data.r0"
+    assert caught.value.diagnostics[0].address == "terraform_data.r0"
+    assert caught.value.diagnostics[0].engine == "terraform"
     assert caught.value.log_file is not None and caught.value.log_file.exists()
 
 

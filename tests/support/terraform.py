@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 MIRROR_CANDIDATES = ("/opt/tf-plugins",)
+# Set for every terraform the tests run: the AWS provider (and SDKs) never probe the
+# EC2 instance-metadata endpoint for credentials (169.254.169.254 is off loopback).
+TERRAFORM_ENV = {"AWS_EC2_METADATA_DISABLED": "true"}
 
 
 def plugin_dir() -> str | None:
@@ -41,6 +44,8 @@ def skyc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     """A fresh $SKYC_HOME, with the offline provider mirror when there is one."""
     home = tmp_path / "skyc-home"
     monkeypatch.setenv("SKYC_HOME", str(home))
+    for key, value in TERRAFORM_ENV.items():
+        monkeypatch.setenv(key, value)
     mirror = plugin_dir()
     if mirror:
         monkeypatch.setenv("SKYC_TF_PLUGIN_DIR", mirror)

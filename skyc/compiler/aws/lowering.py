@@ -15,30 +15,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skyc.compiler import aws_errors, aws_images
-from skyc.compiler.base import NODE_NAME_EXPR, BuildRequest, Capabilities, node_name
-from skyc.compiler.keys import ensure_key_pair, private_key_path
+from skyc.compiler.aws import images
+from skyc.compiler.base import BuildRequest, node_name
+from skyc.compiler.keys import ensure_key_pair
 from skyc.compiler.templates import render
 from skyc.config import SkycConfig
-from skyc.errors import ConfigError, EngineError, ProvisionError, UnsupportedFeature
-from skyc.nodes import Node
+from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
-from skyc.stacks.model import Output, Resource, Stack, Variable, ref
+from skyc.stacks.model import Block, Output, Provider, Ref, Resource, Stack, Var, Variable
 from skyc.task.candidate import ResourceCandidate
 
-CAPABILITIES = Capabilities(
-    cloud="aws",
-    spot=True,
-    multi_node=True,
-    placement_groups=True,
-    open_ports=True,
-    stop_start=True,
-    custom_images=True,
-    needs_providers=True,
-    max_nodes=512,  # one cluster placement group holds at most a few hundred instances
-)
-
-SSH_USER = "ubuntu"  # the user of the images in data/aws_images.csv
+SSH_USER = "ubuntu"  # the user of the images in skyc/compiler/data/aws_images.csv
 PROVIDER_VERSION = ">= 5.40, < 6.0"
 # The provider retries throttling and capacity errors; with its default (25) a
 # persistent InsufficientInstanceCapacity keeps an apply waiting for many minutes
@@ -71,28 +58,57 @@ EFA_INSTANCE_TYPES = frozenset({
     "hpc7g.16xlarge",
 })
 
-VPC = "aws_vpc.main"
-SUBNET = "aws_subnet.main"
-SG = "aws_security_group.main"
+# Resource kinds: (terraform type, Pulumi class).
+TYPES: dict[str, tuple[str, str]] = {
+    "vpc": ("aws_vpc", "aws.ec2.Vpc"),
+    "subnet": ("aws_subnet", "aws.ec2.Subnet"),
+    "internet_gateway": ("aws_internet_gateway", "aws.ec2.InternetGateway"),
+    "route_table": ("aws_route_table", "aws.ec2.RouteTable"),
+    "route": ("aws_route", "aws.ec2.Route"),
+    "route_table_association": ("aws_route_table_association", "aws.ec2.RouteTableAssociation"),
+    "security_group": ("aws_security_group", "aws.ec2.SecurityGroup"),
+    "ingress_rule": ("aws_vpc_security_group_ingress_rule", "aws.vpc.SecurityGroupIngressRule"),
+    "egress_rule": ("aws_vpc_security_group_egress_rule", "aws.vpc.SecurityGroupEgressRule"),
+    "key_pair": ("aws_key_pair", "aws.ec2.KeyPair"),
+    "placement_group": ("aws_placement_group", "aws.ec2.PlacementGroup"),
+    "network_interface": ("aws_network_interface", "aws.ec2.NetworkInterface"),
+    "eip": ("aws_eip", "aws.ec2.Eip"),
+    "instance": ("aws_instance", "aws.ec2.Instance"),
+}
+
+
+def _resource(kind: str, key: str, name: str, properties: dict[str, Any],
+              **fields: Any) -> Resource:
+    terraform, pulumi = TYPES[kind]
+    return Resource(key=key, name=name, types={"terraform": terraform, "pulumi": pulumi},
+                    properties=properties, provider="aws", **fields)
+
+
+def _block(pulumi_args: str, **values: Any) -> Block:
+    return Block(values=values, args={"pulumi": pulumi_args})
 
 
 def _tags(labels: dict[str, str], name: str) -> dict[str, str]:
     return {**labels, "Name": name}
 
 
-def provider_settings(region: str, config: SkycConfig) -> dict[str, Any]:
+def provider(region: str, config: SkycConfig) -> Provider:
     settings: dict[str, Any] = {"region": region, "max_retries": MAX_RETRIES}
     if config.aws.profile:
         settings["profile"] = config.aws.profile
     if config.aws.endpoint_url:
-        settings["endpoints"] = {svc: config.aws.endpoint_url for svc in ENDPOINT_SERVICES}
+        settings["endpoints"] = [_block(
+            "aws.ProviderEndpointArgs",
+            **{svc: config.aws.endpoint_url for svc in ENDPOINT_SERVICES},
+        )]
         settings.update(
             skip_credentials_validation=True,
             skip_requesting_account_id=True,
             skip_metadata_api_check=True,
             s3_use_path_style=True,
         )
-    return settings
+    return Provider(types={"terraform": "aws", "pulumi": "aws.Provider"}, settings=settings,
+                    source="hashicorp/aws", version=PROVIDER_VERSION)
 
 
 def _port_range(spec: str) -> tuple[int, int]:
@@ -106,7 +122,7 @@ def _port_range(spec: str) -> tuple[int, int]:
     return low, high
 
 
-def root_volume(candidate: ResourceCandidate) -> dict[str, Any]:
+def root_volume(candidate: ResourceCandidate) -> Block:
     tier = candidate.disk_tier or DEFAULT_DISK_TIER
     if tier not in DISK_TIERS:
         raise ConfigError(f"disk_tier: {tier!r} is not one of {', '.join(DISK_TIERS)}")
@@ -123,66 +139,68 @@ def root_volume(candidate: ResourceCandidate) -> dict[str, Any]:
     throughput = min(throughput, iops // 4)                 # gp3: at most 0.25 MiB/s per IOPS
     if (iops, throughput) != DISK_TIERS["low"]:
         volume.update(iops=iops, throughput=throughput)
-    return volume
+    return _block("aws.ec2.InstanceRootBlockDeviceArgs", **volume)
+
+
+VPC_ID = Ref(resource="vpc", attribute="id")
+SUBNET_ID = Ref(resource="subnet", attribute="id")
+SG_ID = Ref(resource="security_group", attribute="id")
 
 
 def _network(stack: Stack, labels: dict[str, str], cluster: str, zone: str | None) -> None:
-    stack.add(Resource(type="aws_vpc", name="main", properties={
+    tags = _tags(labels, f"skyc-{cluster}")
+    stack.add(_resource("vpc", "vpc", "main", {
         "cidr_block": VPC_CIDR, "enable_dns_hostnames": True, "enable_dns_support": True,
-        "tags": _tags(labels, f"skyc-{cluster}"),
+        "tags": tags,
     }))
     subnet: dict[str, Any] = {
-        "vpc_id": ref(VPC, "id"), "cidr_block": SUBNET_CIDR,
-        "map_public_ip_on_launch": True, "tags": _tags(labels, f"skyc-{cluster}"),
+        "vpc_id": VPC_ID, "cidr_block": SUBNET_CIDR, "map_public_ip_on_launch": True,
+        "tags": tags,
     }
     if zone:
         subnet["availability_zone_id"] = zone
-    stack.add(Resource(type="aws_subnet", name="main", properties=subnet))
-    stack.add(Resource(type="aws_internet_gateway", name="main", properties={
-        "vpc_id": ref(VPC, "id"), "tags": _tags(labels, f"skyc-{cluster}"),
-    }))
-    stack.add(Resource(type="aws_route_table", name="main", properties={
-        "vpc_id": ref(VPC, "id"), "tags": _tags(labels, f"skyc-{cluster}"),
-    }))
-    stack.add(Resource(type="aws_route", name="internet", properties={
-        "route_table_id": ref("aws_route_table.main", "id"),
+    stack.add(_resource("subnet", "subnet", "main", subnet))
+    stack.add(_resource("internet_gateway", "internet_gateway", "main",
+                        {"vpc_id": VPC_ID, "tags": tags}))
+    stack.add(_resource("route_table", "route_table", "main", {"vpc_id": VPC_ID, "tags": tags}))
+    stack.add(_resource("route", "route", "internet", {
+        "route_table_id": Ref(resource="route_table", attribute="id"),
         "destination_cidr_block": "0.0.0.0/0",
-        "gateway_id": ref("aws_internet_gateway.main", "id"),
+        "gateway_id": Ref(resource="internet_gateway", attribute="id"),
     }))
-    stack.add(Resource(type="aws_route_table_association", name="main", properties={
-        "subnet_id": ref(SUBNET, "id"), "route_table_id": ref("aws_route_table.main", "id"),
+    stack.add(_resource("route_table_association", "route_table_association", "main", {
+        "subnet_id": SUBNET_ID, "route_table_id": Ref(resource="route_table", attribute="id"),
     }))
 
 
 def _firewall(
     stack: Stack, labels: dict[str, str], cluster: str, ports: tuple[str, ...], efa: bool
 ) -> None:
-    stack.add(Resource(type="aws_security_group", name="main", properties={
+    stack.add(_resource("security_group", "security_group", "main", {
         "name": f"skyc-{cluster}", "description": f"skyc cluster {cluster}",
-        "vpc_id": ref(VPC, "id"), "tags": _tags(labels, f"skyc-{cluster}"),
+        "vpc_id": VPC_ID, "tags": _tags(labels, f"skyc-{cluster}"),
     }))
     ranges = sorted({(22, 22), *(_port_range(p) for p in ports)})
     for low, high in ranges:
         name = f"tcp_{low}" if low == high else f"tcp_{low}_{high}"
-        stack.add(Resource(type="aws_vpc_security_group_ingress_rule", name=name, properties={
-            "security_group_id": ref(SG, "id"), "cidr_ipv4": "0.0.0.0/0",
+        stack.add(_resource("ingress_rule", f"ingress_{name}", name, {
+            "security_group_id": SG_ID, "cidr_ipv4": "0.0.0.0/0",
             "ip_protocol": "tcp", "from_port": low, "to_port": high,
             "tags": _tags(labels, f"skyc-{cluster}-{name}"),
         }))
     # All traffic between the cluster's nodes (the VPC holds nothing else).
-    stack.add(Resource(type="aws_vpc_security_group_ingress_rule", name="cluster", properties={
-        "security_group_id": ref(SG, "id"), "cidr_ipv4": VPC_CIDR,
+    stack.add(_resource("ingress_rule", "ingress_cluster", "cluster", {
+        "security_group_id": SG_ID, "cidr_ipv4": VPC_CIDR,
         "ip_protocol": "-1", "tags": _tags(labels, f"skyc-{cluster}-internal"),
     }))
     if efa:  # EFA traffic must be allowed to and from the security group itself
         for kind in ("ingress", "egress"):
-            stack.add(Resource(type=f"aws_vpc_security_group_{kind}_rule", name="efa",
-                               properties={
-                "security_group_id": ref(SG, "id"), "referenced_security_group_id": ref(SG, "id"),
+            stack.add(_resource(f"{kind}_rule", f"{kind}_efa", "efa", {
+                "security_group_id": SG_ID, "referenced_security_group_id": SG_ID,
                 "ip_protocol": "-1", "tags": _tags(labels, f"skyc-{cluster}-efa-{kind}"),
             }))
-    stack.add(Resource(type="aws_vpc_security_group_egress_rule", name="all", properties={
-        "security_group_id": ref(SG, "id"), "cidr_ipv4": "0.0.0.0/0", "ip_protocol": "-1",
+    stack.add(_resource("egress_rule", "egress_all", "all", {
+        "security_group_id": SG_ID, "cidr_ipv4": "0.0.0.0/0", "ip_protocol": "-1",
         "tags": _tags(labels, f"skyc-{cluster}-egress"),
     }))
 
@@ -201,66 +219,79 @@ def wants_placement_group(placement: Placement, candidate: ResourceCandidate) ->
     return placement.num_nodes > 1 and candidate.network_tier == "best"
 
 
-def _instances(
+def _instance_settings(
     stack: Stack, labels: dict[str, str], cluster: str,
     placement: Placement, candidate: ResourceCandidate,
-) -> str:
-    """Adds the instances (and EFA interfaces); returns the public-IP expression."""
-    n = placement.num_nodes
-    name_tag = "${format(\"skyc-%s-%s\", \"" + cluster + "\", " + NODE_NAME_EXPR + ")}"
-    instance: dict[str, Any] = {
-        "count": n,
-        "ami": aws_images.choose_image(placement, candidate),
+) -> tuple[dict[str, Any], list[str]]:
+    """Arguments every node shares, and the changes its engine ignores."""
+    settings: dict[str, Any] = {
+        "ami": images.choose_image(placement, candidate),
         "instance_type": placement.instance_type,
-        "key_name": ref("aws_key_pair.main", "key_name"),
+        "key_name": Ref(resource="key_pair", attribute="key_name"),
         "root_block_device": root_volume(candidate),
-        "metadata_options": {"http_endpoint": "enabled", "http_tokens": "required"},
+        "metadata_options": _block("aws.ec2.InstanceMetadataOptionsArgs",
+                                   http_endpoint="enabled", http_tokens="required"),
         "user_data": render("node_bootstrap.sh.j2", cluster=cluster, ssh_user=SSH_USER),
-        "tags": _tags(labels, name_tag),
         "volume_tags": dict(labels),
     }
     ignore = ["vpc_security_group_ids"]  # not reported back by every EC2-compatible API
     if placement.use_spot:
-        instance["instance_market_options"] = {
-            "market_type": "spot",
-            "spot_options": {
-                "instance_interruption_behavior": "terminate",
-                "spot_instance_type": "one-time",
-            },
-        }
+        settings["instance_market_options"] = _block(
+            "aws.ec2.InstanceInstanceMarketOptionsArgs",
+            market_type="spot",
+            spot_options=_block("aws.ec2.InstanceInstanceMarketOptionsSpotOptionsArgs",
+                                instance_interruption_behavior="terminate",
+                                spot_instance_type="one-time"),
+        )
         ignore.append("instance_market_options")
-    instance["lifecycle"] = {"ignore_changes": sorted(ignore)}
-    deps = ["aws_route.internet", "aws_route_table_association.main"]
     if wants_placement_group(placement, candidate):
-        stack.add(Resource(type="aws_placement_group", name="main", properties={
+        stack.add(_resource("placement_group", "placement_group", "main", {
             "name": f"skyc-{cluster}", "strategy": "cluster",
             "tags": _tags(labels, f"skyc-{cluster}"),
         }))
-        instance["placement_group"] = ref("aws_placement_group.main", "id")
-    public_ip = "${aws_instance.node[*].public_ip}"
-    if uses_efa(placement, candidate):
-        stack.add(Resource(type="aws_network_interface", name="efa", properties={
-            "count": n, "subnet_id": ref(SUBNET, "id"), "security_groups": [ref(SG, "id")],
-            "interface_type": "efa", "tags": _tags(labels, name_tag),
-        }))
-        stack.add(Resource(type="aws_eip", name="node", properties={
-            "count": n, "domain": "vpc",
-            "network_interface": "${aws_network_interface.efa[count.index].id}",
-            "tags": _tags(labels, name_tag),
-        }, dependencies=["aws_internet_gateway.main"]))
-        instance["network_interface"] = {
-            "device_index": 0,
-            "network_interface_id": "${aws_network_interface.efa[count.index].id}",
-        }
-        public_ip = "${aws_eip.node[*].public_ip}"
-    else:
-        instance.update(
-            subnet_id=ref(SUBNET, "id"),
-            vpc_security_group_ids=[ref(SG, "id")],
-            associate_public_ip_address=True,
-        )
-    stack.add(Resource(type="aws_instance", name="node", properties=instance, dependencies=deps))
-    return public_ip
+        settings["placement_group"] = Ref(resource="placement_group", attribute="id")
+    return settings, sorted(ignore)
+
+
+def _instances(
+    stack: Stack, labels: dict[str, str], cluster: str,
+    placement: Placement, candidate: ResourceCandidate,
+) -> list[Ref]:
+    """Adds one instance per node (and its EFA interface); returns the public IPs."""
+    settings, ignore = _instance_settings(stack, labels, cluster, placement, candidate)
+    efa = uses_efa(placement, candidate)
+    public_ips = []
+    for rank in range(placement.num_nodes):
+        node = f"node_{rank}"
+        tags = _tags(labels, f"skyc-{cluster}-{node_name(rank)}")
+        instance = {**settings, "tags": tags}
+        if efa:
+            stack.add(_resource("network_interface", f"efa_{rank}", f"efa_{rank}", {
+                "subnet_id": SUBNET_ID, "security_groups": [SG_ID],
+                "interface_type": "efa", "tags": tags,
+            }))
+            interface = Ref(resource=f"efa_{rank}", attribute="id")
+            stack.add(_resource("eip", f"eip_{rank}", node, {
+                "domain": "vpc", "network_interface": interface, "tags": tags,
+            }, depends_on=["internet_gateway"]))
+            instance["network_interface"] = [_block(
+                "aws.ec2.InstanceNetworkInterfaceArgs",
+                device_index=0, network_interface_id=interface,
+            )]
+            public_ips.append(Ref(resource=f"eip_{rank}", attribute="public_ip"))
+        else:
+            instance.update(
+                subnet_id=SUBNET_ID,
+                vpc_security_group_ids=[SG_ID],
+                associate_public_ip_address=True,
+            )
+            public_ips.append(Ref(resource=node, attribute="public_ip"))
+        stack.add(_resource(
+            "instance", node, node, instance,
+            depends_on=["route", "route_table_association"], ignore_changes=ignore,
+            arg_names={"pulumi": {"network_interface": "network_interfaces"}},
+        ))
+    return public_ips
 
 
 def build(request: BuildRequest) -> Stack:
@@ -273,23 +304,24 @@ def build(request: BuildRequest) -> Stack:
     labels = request.labels
     stack = Stack(
         name=cluster, cloud="aws", region=placement.region, labels=labels,
-        providers={"aws": provider_settings(placement.region, config)},
-        required_providers={"aws": {"source": "hashicorp/aws", "version": PROVIDER_VERSION}},
+        providers={"aws": provider(placement.region, config)},
         variables={"ssh_public_key": Variable(
             description="OpenSSH public key of the cluster's key pair (skyc generates it)")},
         backend=config.backend,
     )
     _network(stack, labels, cluster, placement.zone)
     _firewall(stack, labels, cluster, candidate.ports, uses_efa(placement, candidate))
-    stack.add(Resource(type="aws_key_pair", name="main", properties={
-        "key_name": f"skyc-{cluster}", "public_key": "${var.ssh_public_key}",
+    stack.add(_resource("key_pair", "key_pair", "main", {
+        "key_name": f"skyc-{cluster}", "public_key": Var(name="ssh_public_key"),
         "tags": _tags(labels, f"skyc-{cluster}"),
     }))
-    public_ip = _instances(stack, labels, cluster, placement, candidate)
+    public_ips = _instances(stack, labels, cluster, placement, candidate)
+    nodes = range(placement.num_nodes)
     stack.outputs = {
-        "instance_ids": Output(value="${aws_instance.node[*].id}"),
-        "private_ips": Output(value="${aws_instance.node[*].private_ip}"),
-        "public_ips": Output(value=public_ip),
+        "instance_ids": Output(value=[Ref(resource=f"node_{i}", attribute="id") for i in nodes]),
+        "private_ips": Output(
+            value=[Ref(resource=f"node_{i}", attribute="private_ip") for i in nodes]),
+        "public_ips": Output(value=public_ips),
         "ssh_user": Output(value=SSH_USER),
     }
     return stack
@@ -298,28 +330,3 @@ def build(request: BuildRequest) -> Stack:
 def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
     """Creates the cluster's key pair in the workspace; its public key is the one input."""
     return {"ssh_public_key": ensure_key_pair(workspace)}
-
-
-def nodes_from_outputs(
-    cluster: str, outputs: dict[str, Any], *, config: SkycConfig, workspace: Path
-) -> list[Node]:
-    try:
-        private = list(outputs["private_ips"])
-        public = list(outputs["public_ips"])
-        user = str(outputs["ssh_user"])
-    except (KeyError, TypeError) as exc:
-        raise EngineError(f"cluster {cluster}: stack outputs lack {exc}") from None
-    if len(private) != len(public):
-        raise EngineError(f"cluster {cluster}: {len(private)} private but {len(public)} public IPs")
-    key = str(private_key_path(workspace))
-    return [
-        Node(name=node_name(rank), rank=rank, transport="ssh", ip=str(priv),
-             host=str(pub or priv), port=22, user=user, identity_file=key)
-        for rank, (priv, pub) in enumerate(zip(private, public, strict=True))
-    ]
-
-
-def classify(
-    diagnostics: list[dict[str, Any]], placement: Placement | None
-) -> ProvisionError | None:
-    return aws_errors.classify(diagnostics, placement)

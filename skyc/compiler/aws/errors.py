@@ -1,12 +1,19 @@
-"""Classify AWS provisioning failures from terraform's ``-json`` diagnostics."""
+"""Classify AWS provisioning failures from the engine's neutral diagnostics.
+
+Both engines carry the EC2 API's error text: terraform's provider prints
+``api error <Code>: <message>``, Pulumi's (the same provider, bridged) prints
+the same inside the engine's error event, and the AWS SDK's plain form is
+``<Code>: <message>``. The code decides, never the engine.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
 
 from skyc.errors import ProvisionError, ProvisionFailure, Scope
 from skyc.optimizer.plan import Placement
+from skyc.stacks.diagnostics import Diagnostic
 
 # code -> (scope to block, retryable elsewhere)
 _CODES: dict[str, tuple[Scope, bool]] = {
@@ -54,12 +61,11 @@ def _rule(code: str) -> tuple[Scope, bool] | None:
 
 
 def classify(
-    diagnostics: list[dict[str, Any]], placement: Placement | None
+    diagnostics: Sequence[Diagnostic], placement: Placement | None
 ) -> ProvisionError | None:
     """The first classifiable error among the diagnostics, or None."""
-    for line in diagnostics:
-        diag = line.get("diagnostic", line)
-        text = f"{diag.get('summary', '')}\n{diag.get('detail', '')}"
+    for diag in diagnostics:
+        text = diag.text
         code = error_code(text)
         rule = _rule(code) if code else None
         if code is None or rule is None:
@@ -72,11 +78,11 @@ def classify(
             cloud="aws",
             region=placement.region if placement else None,
             zone=placement.zone if placement else None,
-            resource=diag.get("address"),
-            raw=text.strip(),
+            resource=diag.address,
+            raw=text,
         )
         where = placement.infra if placement else "aws"
-        summary = " ".join(str(diag.get("summary", "")).split())
+        summary = " ".join(diag.summary.split())
         message = f"{where}: {code}: {summary}"
         hint = None if retryable else _hint(code)
         return ProvisionError(message, failure, hint=hint)

@@ -7,19 +7,13 @@ state, so the cluster has a stack like any other.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from skyc.compiler import base
-from skyc.compiler.base import BuildRequest, Capabilities, node_name
+from skyc.compiler.base import BuildRequest
 from skyc.config import SkycConfig, SshPool
 from skyc.errors import ConfigError
-from skyc.nodes import Node
-from skyc.stacks.model import Output, Resource, Stack
-
-# A pool's size bounds a cluster anyway (the optimizer sees one offer per host).
-CAPABILITIES = Capabilities(cloud="ssh", multi_node=True, creates_resources=False,
-                            max_nodes=1024)
+from skyc.stacks.model import Output, Ref, Resource, Stack
 
 _HOST = re.compile(
     r"^(?:(?P<user>[^@\s]+)@)?(?P<host>[^:@\s]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$"
@@ -61,31 +55,13 @@ def build(request: BuildRequest) -> Stack:
                   backend=request.config.backend)
     refs = []
     for rank, spec in enumerate(pool.hosts[: placement.num_nodes]):
-        name = f"host_{rank}"
-        stack.add(Resource(type="terraform_data", name=name, properties={
+        key = f"host_{rank}"
+        stack.add(Resource(key=key, types={"terraform": "terraform_data"}, properties={
             "input": {**parse_host(spec, pool), "pool": placement.region, "labels": labels},
         }))
-        refs.append("${terraform_data." + name + ".output}")
+        refs.append(Ref(resource=key, attribute="output"))
     stack.outputs = {"hosts": Output(value=refs)}
     return stack
 
 
 workspace_values = base.no_workspace_values
-
-
-def nodes_from_outputs(
-    cluster: str, outputs: dict[str, Any], *, config: SkycConfig, workspace: Path
-) -> list[Node]:
-    nodes = []
-    for rank, item in enumerate(base.list_output(outputs, "hosts", cluster)):
-        pool = config.ssh_pools.get(str(item.get("pool")))
-        identity = pool.identity_file if pool else None
-        nodes.append(Node(
-            name=node_name(rank), rank=rank, transport="ssh", ip=str(item["host"]),
-            host=str(item["host"]), port=int(item["port"]), user=item.get("user"),
-            identity_file=str(Path(identity).expanduser()) if identity else None,
-        ))
-    return nodes
-
-
-classify = base.classify_nothing  # the hosts exist already; nothing is provisioned

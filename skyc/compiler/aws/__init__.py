@@ -1,0 +1,21 @@
+"""AWS: one VPC per cluster, ``num_nodes`` EC2 instances (terraform or Pulumi)."""
+
+from __future__ import annotations
+
+from skyc.compiler.base import Capabilities, Target
+
+TARGET = Target(
+    name="aws",
+    engines=("terraform", "pulumi"),
+    capabilities=Capabilities(
+        cloud="aws",
+        spot=True,
+        multi_node=True,
+        placement_groups=True,
+        open_ports=True,
+        stop_start=True,
+        custom_images=True,
+        needs_providers=True,
+        max_nodes=512,  # one cluster placement group holds at most a few hundred instances
+    ),
+)

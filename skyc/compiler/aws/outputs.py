@@ -1,0 +1,31 @@
+"""AWS nodes from the stack's outputs: private and public IPs, the SSH user."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from skyc.compiler.base import node_name
+from skyc.compiler.keys import private_key_path
+from skyc.config import SkycConfig
+from skyc.errors import EngineError
+from skyc.nodes import Node
+
+
+def nodes(
+    cluster: str, outputs: dict[str, Any], *, config: SkycConfig, workspace: Path
+) -> list[Node]:
+    try:
+        private = list(outputs["private_ips"])
+        public = list(outputs["public_ips"])
+        user = str(outputs["ssh_user"])
+    except (KeyError, TypeError) as exc:
+        raise EngineError(f"cluster {cluster}: stack outputs lack {exc}") from None
+    if len(private) != len(public):
+        raise EngineError(f"cluster {cluster}: {len(private)} private but {len(public)} public IPs")
+    key = str(private_key_path(workspace))
+    return [
+        Node(name=node_name(rank), rank=rank, transport="ssh", ip=str(priv),
+             host=str(pub or priv), port=22, user=user, identity_file=key)
+        for rank, (priv, pub) in enumerate(zip(private, public, strict=True))
+    ]

@@ -1,0 +1,89 @@
+"""The engine registry: engines load lazily by name.
+
+Each engine module holds its own files and binary: ``open_engine(workspace)``
+(an :class:`~skyc.stacks.engine.Engine`), ``files(stack) -> {name: text}`` (what
+its emitter writes), ``write(stack, workspace, values)`` (those files plus the
+input values, where the engine keeps them), ``unavailable()`` (why it cannot
+plan here, or None) and ``STACK_FILE`` (the file whose presence says a
+workspace holds a stack). Nothing outside this package names
+them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from skyc.errors import UnsupportedFeature
+from skyc.stacks.engine import Engine
+from skyc.stacks.model import Stack
+
+ENGINES: dict[str, str] = {
+    "terraform": "skyc.stacks.terraform",
+    "pulumi": "skyc.stacks.pulumi_engine",
+}
+# Which engine a workspace's stack was written for.
+ENGINE_FILE = ".skyc-engine"
+DEFAULT_ENGINE = "terraform"
+
+
+class EngineModule(Protocol):
+    NAME: str
+    STACK_FILE: str
+
+    def open_engine(self, workspace: Path) -> Engine: ...
+
+    def files(self, stack: Stack) -> dict[str, str]: ...
+
+    def write(self, stack: Stack, workspace: Path, values: dict[str, Any]) -> Path: ...
+
+    def unavailable(self) -> str | None: ...
+
+
+def engine_module(name: str) -> EngineModule:
+    if name not in ENGINES:
+        raise UnsupportedFeature(
+            f"engine: no engine named {name!r} (known: {', '.join(sorted(ENGINES))})"
+        )
+    return cast(EngineModule, importlib.import_module(ENGINES[name]))
+
+
+def open_engine(name: str, workspace: Path) -> Engine:
+    """The engine ``name`` driving the stack in ``workspace``."""
+    return engine_module(name).open_engine(Path(workspace))
+
+
+def emit(stack: Stack, engine: str) -> dict[str, str]:
+    """The engine's files for the stack, by name; pure and deterministic."""
+    return engine_module(engine).files(stack)
+
+
+def write_stack(
+    stack: Stack, workspace: Path, values: dict[str, Any] | None = None,
+    engine: str = DEFAULT_ENGINE,
+) -> Path:
+    """Write the stack for ``engine`` into the workspace; returns its main file."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    path = engine_module(engine).write(stack, workspace, values or {})
+    marker = workspace / ENGINE_FILE
+    if not marker.exists() or marker.read_text().strip() != engine:
+        marker.write_text(engine + "\n")
+    return path
+
+
+def stack_engine(workspace: Path) -> str | None:
+    """The engine the workspace's stack was written for; None when it holds no stack."""
+    marker = workspace / ENGINE_FILE
+    if marker.exists():
+        name = marker.read_text().strip()
+        if name in ENGINES and (workspace / engine_module(name).STACK_FILE).exists():
+            return name
+    # A workspace written before the marker existed holds a terraform stack.
+    if (workspace / engine_module(DEFAULT_ENGINE).STACK_FILE).exists():
+        return DEFAULT_ENGINE
+    return None
+
+
+def engine_names() -> tuple[str, ...]:
+    return tuple(ENGINES)
