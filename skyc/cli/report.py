@@ -77,3 +77,9 @@ class ConsoleReporter:
     def log_line(self, node: str, line: str) -> None:
         sys.stdout.write(f"{node} {line}\n")
         sys.stdout.flush()
+
+    def log_bytes(self, data: bytes) -> None:
+        """Job output, already prefixed by node, as it came (the fast path)."""
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
