@@ -245,7 +245,7 @@ def _follow(job_id: int, phase: str, follow: bool, offset: int = 0) -> int:
             fh = open(log_path, "rb")  # noqa: SIM115 - kept open while following
             fh.seek(offset)
         done = os.path.exists(exit_path)
-        chunk = fh.read(1 << 16) if fh is not None else b""
+        chunk = fh.read(1 << 20) if fh is not None else b""
         if chunk:
             out.write(chunk)
             out.flush()

@@ -87,7 +87,7 @@ async def exchange(
     err: list[bytes] = []
 
     async def read_out() -> None:
-        while chunk := await stdout.read(1 << 16):
+        while chunk := await stdout.read(1 << 20):
             if on_stdout is not None:
                 on_stdout(chunk)
             else:
