@@ -45,7 +45,7 @@ def _prepare(
     name = choose_engine(placement.cloud, engine, config)
     workspace = cluster_workspace(cluster)
     existing = stack_engine(workspace)
-    if existing is not None and existing != name:
+    if existing is not None and existing != name and (workspace / CLUSTER_FILE).exists():
         raise ConfigError(
             f"cluster {cluster} was created with {existing}; its stack cannot move to {name}",
             hint=f"use --engine {existing}, or `skyc destroy {cluster}` first",

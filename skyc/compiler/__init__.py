@@ -30,7 +30,6 @@ from skyc.nodes import Node
 from skyc.optimizer.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.model import Stack
-from skyc.stacks.workspace import check_cluster_name
 from skyc.task.candidate import ResourceCandidate
 
 # Registered targets; each is the folder skyc/compiler/<name>/.
@@ -95,6 +94,8 @@ def build_stack(
     workspace: Path,
 ) -> Stack:
     """The cluster's stack. Pure: reads nothing and writes nothing on disk."""
+    from skyc.stacks.workspace import check_cluster_name
+
     check_cluster_name(cluster)
     check_supported(capabilities(placement.cloud), placement, candidate)
     return lowering(placement.cloud).build(BuildRequest(
