@@ -108,7 +108,8 @@ run: echo "other says $SKYPILOT_NODE_RANK of $SKYPILOT_NUM_NODES"
     engine_logs = _engine_logs(skyc, "jobs")
 
     other = skyc.ok("exec", "jobs", "other.yaml")
-    assert f"{HEAD} other says 0 of 2" in other.output and "other says 1 of 2" in other.output
+    # a 1-node task runs on the head only, and is told so
+    assert f"{HEAD} other says 0 of 1" in other.output and "other says 1" not in other.output
     assert "provision" not in other.output and "optimize" not in other.output, str(other)
     assert _engine_logs(skyc, "jobs") == engine_logs, "exec ran the engine"
     assert other.seconds < first.seconds, (other.seconds, first.seconds)
@@ -171,7 +172,7 @@ run: |
     t0 = time.monotonic()
     started = skyc.ok("exec", "ticks", "long.yaml", "--detach")
     assert time.monotonic() - t0 < 30
-    assert "job 2 started" in started.stdout, str(started)
+    assert "job 2 started" in started.stderr, str(started)
     assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=10)
     pid = int(pidfile.read_text())
     assert pid_alive(pid)
@@ -182,3 +183,29 @@ run: |
     queue = skyc.ok("queue", "ticks")
     assert re.search(r"^\s*2\s+long\s.*CANCELLED", queue.stdout, re.M), queue.stdout
     skyc.ok("destroy", "ticks", "--yes")
+
+
+def test_destroy_ends_every_job_process_including_setsid_daemons(
+        skyc: Skyc, tmp_path: Path) -> None:
+    from tests.runtime.test_job_truth import marked_processes
+
+    before = set(marked_processes())
+    skyc.write("daemons.yaml", f"""\
+name: daemons
+num_nodes: 2
+resources:
+  infra: local
+run: |
+  setsid bash -c 'echo $$ > {tmp_path}/daemon.$SKYPILOT_NODE_RANK; sleep 300' \\
+    < /dev/null > /dev/null 2>&1 &
+  sleep 300
+""")
+    skyc.ok("apply", "daemons.yaml", "--yes", "--detach")
+    daemons = [tmp_path / "daemon.0", tmp_path / "daemon.1"]
+    assert wait_until(lambda: all(d.exists() and d.read_text().strip() for d in daemons),
+                      timeout=20)
+    pids = [int(d.read_text()) for d in daemons]
+    assert all(pid_alive(p) for p in pids)
+    skyc.ok("destroy", "daemons", "--yes")
+    assert not any(pid_alive(p) for p in pids), "a setsid daemon outlived destroy"
+    assert set(marked_processes()) <= before, "job processes outlived destroy"
