@@ -45,11 +45,13 @@ def _first(checks: Iterable[tuple[bool, str]]) -> str | None:
     return None
 
 
-def _credentials(cloud: str, env: Mapping[str, str], home: Path) -> str | None:
+def _credentials(
+    cloud: str, env: Mapping[str, str], home: Path, config: SkycConfig | None = None
+) -> str | None:
     from skyc.compiler import TARGETS, credentials
 
     if cloud in TARGETS:
-        check = credentials(cloud, env, home)
+        check = credentials(cloud, env, home, config)
         return check.reason if check.ok else None
     if cloud == "gcp":
         adc = home / ".config" / "gcloud" / "application_default_credentials.json"
@@ -82,7 +84,7 @@ def check_infra(config: SkycConfig, env: Mapping[str, str] | None = None,
     listed_full = {n.strip().lower() for n in config.infra or []}
     out = []
     for cloud in CLOUDS:
-        cred = _credentials(cloud, env, home)
+        cred = _credentials(cloud, env, home, config)
         if listed is not None:
             on = cloud in listed
             why = "listed in config infra" if on else "not listed in config infra"
@@ -164,7 +166,8 @@ _CREDENTIAL_HELP = {
 
 
 def missing_credentials(cloud: str, env: Mapping[str, str] | None = None,
-                        home: Path | None = None) -> str | None:
+                        home: Path | None = None,
+                        config: SkycConfig | None = None) -> str | None:
     """None when ``cloud`` can be provisioned from here; else what to set.
 
     Planning never needs credentials; provisioning does, and checking first keeps
@@ -177,7 +180,7 @@ def missing_credentials(cloud: str, env: Mapping[str, str] | None = None,
     from skyc.compiler import TARGETS, credentials
 
     if cloud in TARGETS:
-        check = credentials(cloud, env, home)
+        check = credentials(cloud, env, home, config)
         return None if check.ok else f"no {cloud} credentials found: {check.hint}"
     if _credentials(cloud, env, home) is not None:
         return None

@@ -220,7 +220,7 @@ def _provision(
     engine_ran: list[Placement] = []
 
     def do_provision(p: Placement) -> ClusterInfo:
-        missing = missing_credentials(p.cloud)
+        missing = missing_credentials(p.cloud, config=config)
         if missing:
             raise ProvisionError(
                 missing,

@@ -112,7 +112,8 @@ def plan_stacks(
     stacks = []
     for task, task_plan, cluster in zip(tasks, plan.tasks, names, strict=True):
         name = choose_engine(task_plan.placement.cloud, engine, config)
-        missing = _why_not(name) or missing_credentials(task_plan.placement.cloud)
+        missing = _why_not(name) or missing_credentials(
+            task_plan.placement.cloud, config=config)
         if missing is not None:
             # Nothing is written into the workspace when the engine is not run.
             stacks.append(stack_entry(cluster, task_plan.name, name, None,

@@ -128,9 +128,13 @@ def classify_error(
     return cast(Errors, _part(cloud, "errors")).classify(diagnostics, placement)
 
 
-def credentials(cloud: str, env: Mapping[str, str], home: Path) -> CredentialCheck:
-    """Whether the target's credentials are present (cheap local checks only)."""
-    return cast(CredentialsModule, _part(cloud, "credentials")).credentials(env, home)
+def credentials(
+    cloud: str, env: Mapping[str, str], home: Path, config: SkycConfig | None = None
+) -> CredentialCheck:
+    """Whether the target's credentials are present (cheap local checks only); the
+    config gives a target its own section (a project, a subscription)."""
+    module = cast(CredentialsModule, _part(cloud, "credentials"))
+    return module.credentials(env, home, config)
 
 
 __all__ = [

@@ -117,7 +117,9 @@ class Errors(Protocol):
 
 
 class CredentialsModule(Protocol):
-    def credentials(self, env: Mapping[str, str], home: Path) -> CredentialCheck: ...
+    def credentials(
+        self, env: Mapping[str, str], home: Path, config: SkycConfig | None = None
+    ) -> CredentialCheck: ...
 
 
 def check_supported(caps: Capabilities, placement: Placement, candidate: ResourceCandidate) -> None:

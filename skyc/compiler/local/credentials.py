@@ -6,7 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from skyc.compiler.base import Credentials
+from skyc.config import SkycConfig
 
 
-def credentials(env: Mapping[str, str], home: Path) -> Credentials:
+def credentials(
+    env: Mapping[str, str], home: Path, config: SkycConfig | None = None
+) -> Credentials:
     return Credentials(ok=True, reason="no credentials needed")
