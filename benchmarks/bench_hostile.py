@@ -2,9 +2,10 @@
 
 Every file of ``tests/fixtures/task/hostile/`` (alias bombs under each field,
 merge-key bombs, deep nesting, huge numbers), plus ``/dev/zero``,
-``/dev/urandom`` and a FIFO, is given to ``validate``, ``plan``, ``compile``
-and ``apply``; each run must exit non-zero without a traceback within
-``--budget`` seconds of wall time (2) and ``--memory`` MiB of peak RSS (200).
+``/dev/urandom`` and a FIFO, is given to ``validate``, ``plan``, ``compile``,
+``apply`` and ``exec`` (on a cluster that does not exist: the file is judged
+first); each run must exit non-zero without a traceback within ``--budget``
+seconds of wall time (2) and ``--memory`` MiB of peak RSS (200).
 Then large honest files (2,000 documents; 80,000 envs) are validated at full
 and half size: each must pass, and doubling the input must not more than
 ``--ratio`` (3) times the CPU time (linear, with start-up included).
@@ -25,7 +26,8 @@ from pathlib import Path
 from _timing import ROOT, bench_env, load_average, skyc_command, time_runs
 
 HOSTILE = sorted((ROOT / "tests" / "fixtures" / "task" / "hostile").glob("*.yaml"))
-COMMANDS = (("validate",), ("plan", "--no-diff"), ("compile", "-o", "{out}"), ("apply", "-y"))
+COMMANDS = (("validate",), ("plan", "--no-diff"), ("compile", "-o", "{out}"), ("apply", "-y"),
+            ("exec", "no-such-cluster"))
 
 
 def refusal(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[float, float, str]:

@@ -87,7 +87,7 @@ def exec_cmd(
     from skyc.state import StateDB
     from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
 
-    info = load_cluster(cluster)
+    # The task file is judged first: before the cluster is looked up or locked.
     task_file = load_tasks(task, env=parse_env_flags(env), secrets=parse_secret_flags(secret),
                            require_values=True)
     if len(task_file.tasks) != 1:
@@ -95,8 +95,9 @@ def exec_cmd(
             f"{task}: holds {len(task_file.tasks)} tasks; exec runs a single task")
     the_task = task_file.tasks[0]
     check_task(the_task)
-    _check_fits(task, cluster, info, the_task)
     spec = job_spec_from_task(the_task)
+    info = load_cluster(cluster)
+    _check_fits(task, cluster, info, the_task)
     with StateDB() as db:
         recorder = JobRecorder(db, cluster, the_task.name) if db.get_cluster(cluster) else None
         result = run_job(info, spec, on_output=write_output, rerun_setup=rerun_setup,

@@ -148,3 +148,18 @@ def test_a_cluster_named_after_another_task_is_not_reused_silently(skyc: Skyc) -
     assert skyc("logs", "skyc-cluster").stdout.count("two") == 0
     skyc.ok("apply", "b.yaml", "--yes", "-c", "skyc-cluster")
     skyc.ok("destroy", "skyc-cluster", "--yes")
+
+
+def test_exec_judges_the_task_file_before_looking_up_the_cluster(skyc: Skyc) -> None:
+    bomb = REPO / "tests" / "fixtures" / "task" / "hostile" / "bomb-config.yaml"
+    # No such cluster: the verdict is still about the task file, not the lookup.
+    result = skyc("exec", "no-such-cluster", str(bomb), timeout=30)
+    err = _refused(result)
+    assert "config.f: expands to more than 500,000 values" in err, err
+    assert "no-such-cluster" not in err, err
+    skyc.write("bad.yaml", "num_nodes: 0\nrun: echo hi\n")
+    err = _refused(skyc("exec", "no-such-cluster", "bad.yaml"))
+    assert "bad.yaml:1" in err and "num_nodes" in err, err
+    skyc.write("mount.yaml", "run: echo hi\nfile_mounts:\n  /data: s3://bucket/x\n")
+    err = _refused(skyc("exec", "no-such-cluster", "mount.yaml"))
+    assert "file_mounts./data" in err and "no-such-cluster" not in err, err
