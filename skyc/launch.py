@@ -18,7 +18,12 @@ from skyc.errors import ProvisionError, ProvisionFailure, SkycError, Unsupported
 from skyc.failover import Attempt, FailoverPolicy, provision_with_failover
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement, Plan
-from skyc.preflight import check_cluster_reuse, check_placement, check_task
+from skyc.preflight import (
+    check_cluster_reuse,
+    check_failover_placement,
+    check_placement,
+    check_task,
+)
 
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
@@ -227,6 +232,8 @@ def _provision(
                 ProvisionFailure(code="NoCredentials", scope="cloud", retryable=True,
                                  cloud=p.cloud),
             )
+        if p is not chosen:  # a failover re-target: the same preflight as the first
+            check_failover_placement(task, name, p, candidates[p.candidate_index], config)
         recorded = db.get_cluster(name)
         prior = recorded.engine if recorded and recorded.engine in target(p.cloud).engines else None
         engine = choose_engine(p.cloud, opts.engine or prior, config)

@@ -4,6 +4,9 @@
 take a lock or plan, and :func:`check_placement` once a placement is chosen and
 before the engine runs. Each reports every problem at once, as one
 :class:`Refused` error, so a task that was always going to fail creates nothing.
+Every later placement of a failover gets the same check from
+:func:`check_failover_placement`, which fails that attempt (nothing is created)
+and lets failover move to another target.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skyc.errors import SkycError, UnsupportedFeature
+from skyc.errors import ProvisionError, ProvisionFailure, SkycError, UnsupportedFeature
 
 if TYPE_CHECKING:
     from skyc.config import SkycConfig
@@ -122,6 +125,26 @@ def check_placement(
     problems = placement_problems(cluster, placement, candidate, config)
     if problems:
         raise Refused(f"{_subject(task)} on {placement.infra}", problems)
+
+
+def check_failover_placement(
+    task: Task,
+    cluster: str,
+    placement: Placement,
+    candidate: ResourceCandidate,
+    config: SkycConfig,
+) -> None:
+    """Before a failover attempt's engine runs: raise a retryable ProvisionError (code
+    ``Refused``, scope ``cloud``) when that target cannot provision ``placement``, so
+    failover blocks the target and moves on, and nothing is created for the attempt."""
+    problems = placement_problems(cluster, placement, candidate, config)
+    if problems:
+        raise ProvisionError(
+            f"{_subject(task)} cannot run on {placement.infra}: " + "; ".join(problems),
+            ProvisionFailure(code="Refused", scope="cloud", retryable=True,
+                             cloud=placement.cloud, region=placement.region,
+                             zone=placement.zone),
+        )
 
 
 def check_cluster_reuse(

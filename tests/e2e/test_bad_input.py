@@ -163,3 +163,23 @@ def test_exec_judges_the_task_file_before_looking_up_the_cluster(skyc: Skyc) -> 
     skyc.write("mount.yaml", "run: echo hi\nfile_mounts:\n  /data: s3://bucket/x\n")
     err = _refused(skyc("exec", "no-such-cluster", "mount.yaml"))
     assert "file_mounts./data" in err and "no-such-cluster" not in err, err
+
+
+def test_a_failover_placement_gets_the_same_preflight_as_the_first(skyc: Skyc) -> None:
+    # aws first (no credentials here: that attempt fails before its engine runs), then
+    # local, whose target refuses an image_id: that attempt must create nothing either.
+    skyc.write("fo.yaml", """\
+name: fo
+resources:
+  ordered:
+    - infra: aws
+      cpus: 2
+    - infra: local
+      image_id: ubuntu:22.04
+run: echo hi
+""")
+    err = _refused(skyc("apply", "fo.yaml", "--yes"))
+    assert "NoCredentials" in err, err
+    assert "Refused: task 'fo' cannot run on local: image_id: local does not use" in err, err
+    assert "provision local" not in err, err
+    _no_engine_ran(skyc)
