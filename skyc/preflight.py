@@ -58,6 +58,9 @@ def _mount_problems(task: Task) -> list[str]:
 def task_problems(task: Task) -> list[str]:
     """Why ``task`` cannot run anywhere, whatever its placement (empty when it can)."""
     out = []
+    if task.pool is not None:
+        out.append("pool: skyc does not run pools of workers yet; plan it with `skyc plan`, "
+                   "or drop the pool section to launch one cluster")
     if task.workdir is not None:
         if not isinstance(task.workdir, str):
             out.append("workdir: a git repository workdir ({url, ref}) is not supported yet; "

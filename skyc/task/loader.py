@@ -234,6 +234,23 @@ def _not_honoured(task: Task, shown: str, lines: LineMap) -> list[SpecProblem]:
     return out
 
 
+def _pool_problems(task: Task, shown: str, lines: LineMap) -> list[SpecProblem]:
+    """SkyPilot's rules for a pool's task: workers only set up, never run; not a service."""
+    if task.pool is None:
+        return []
+    out = []
+    if task.run is not None:
+        out.append(SpecProblem(
+            file=shown, path="run", line=lines.get(("run",)),
+            message="a pool's task has no run section (jobs submitted to the pool run); "
+                    "move the commands to setup or to the job's own task file"))
+    if task.service is not None:
+        out.append(SpecProblem(
+            file=shown, path="service", line=lines.get(("service",)),
+            message="a task is a pool or a service, not both; drop one section"))
+    return out
+
+
 def load_tasks(
     path: str | Path,
     *,
@@ -279,6 +296,7 @@ def load_tasks(
             task, shown, lines, "error" if require_values else "warning", unset
         )
         (errors if require_values else warnings).extend(found)
+        errors += _pool_problems(task, shown, lines)
         if task.service is not None:
             warnings.append(SpecProblem(
                 file=shown, path="service", line=lines.get(("service",)), severity="warning",

@@ -9,6 +9,7 @@ nodes' process environment.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -37,6 +38,7 @@ from skyc.task.resources import (
     plain_data,
     scalar_to_str,
 )
+from skyc.task.serving import PoolSpec, ServiceSpec
 
 if TYPE_CHECKING:
     from skyc.task.candidate import ResourceCandidate
@@ -130,7 +132,22 @@ def _mount_target(target: str) -> str:
     return target
 
 
+WORKDIR_ON_NODES = "~/sky_workdir"
+
+
+def _file_mount_target(target: str) -> str:
+    """As SkyPilot: a relative target (``./data``, ``data``) lies under ~/sky_workdir/."""
+    if target.startswith("/") or target.startswith("~"):
+        return target
+    rel = posixpath.normpath(target)
+    if rel == ".." or rel.startswith("../") or not target.strip():
+        raise ValueError(f"mount target {target!r} leaves {WORKDIR_ON_NODES}; give an "
+                         "absolute path, a path under ~, or one relative to the workdir")
+    return WORKDIR_ON_NODES if rel == "." else f"{WORKDIR_ON_NODES}/{rel}"
+
+
 MountTarget = Annotated[str, AfterValidator(_mount_target)]
+FileMountTarget = Annotated[str, AfterValidator(_file_mount_target)]
 VolumeSource = Annotated[Any, BeforeValidator(_volume)]
 
 
@@ -168,15 +185,18 @@ class Task(_Model):
     resources: Resources = Field(default_factory=Resources)
     envs: dict[EnvName, EnvValue] = Field(default_factory=dict)
     secrets: dict[EnvName, SecretValue] = Field(default_factory=dict)
-    file_mounts: dict[MountTarget, MountSource] = Field(default_factory=dict)
+    file_mounts: dict[FileMountTarget, MountSource] = Field(default_factory=dict)
     volumes: dict[MountTarget, VolumeSource] = Field(default_factory=dict)
     setup: str | None = None
     run: str | None = None
     config: FreeForm | None = None
     inputs: dict[str, SizeGB] | None = None
     outputs: dict[str, SizeGB] | None = None
-    service: FreeForm | None = Field(
-        default=None, description="accepted for compatibility; skyc ignores it"
+    service: ServiceSpec | None = Field(
+        default=None, description="validated as SkyPilot does; skyc serves no models yet"
+    )
+    pool: PoolSpec | None = Field(
+        default=None, description="validated as SkyPilot does; refused at apply for now"
     )
 
     @property

@@ -120,7 +120,8 @@ def test_substitution_uses_overridden_envs(tmp_path: Path) -> None:
 def test_service_is_accepted_with_a_warning(tmp_path: Path) -> None:
     path = write(tmp_path, "service:\n  replicas: 2\nrun: x\n")
     loaded = load_tasks(path)
-    assert loaded.tasks[0].service == {"replicas": 2}
+    service = loaded.tasks[0].service
+    assert service is not None and service.dump() == {"replicas": 2}
     assert loaded.warnings[0].path == "service"
     assert "ignored" in loaded.warnings[0].message
 
