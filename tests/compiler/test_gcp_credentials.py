@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from skyc.compiler.gcp.config import GcpConfig
 from skyc.compiler.gcp.credentials import credentials
+from skyc.config import SkycConfig
 
 SECRET = ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\n"
           "-----END PRIVATE KEY-----\n")
@@ -75,9 +76,9 @@ def test_service_account_key_from_the_environment(tmp_path: Path) -> None:
 def test_project_order_config_then_environment_then_file(tmp_path: Path) -> None:
     _adc(tmp_path, _user())
     env = {"GOOGLE_CLOUD_PROJECT": "env-project-1", "CLOUDSDK_CORE_PROJECT": "sdk-project-1"}
-    found = credentials(env, tmp_path, GcpConfig(project="cfg-project-1"))
+    found = credentials(env, tmp_path, SkycConfig(gcp=GcpConfig(project="cfg-project-1")))
     assert (found.project, found.project_source) == ("cfg-project-1", "gcp.project in the config")
-    found = credentials(env, tmp_path, GcpConfig())
+    found = credentials(env, tmp_path, SkycConfig())
     assert (found.project, found.project_source) == ("env-project-1", "GOOGLE_CLOUD_PROJECT")
     found = credentials({"CLOUDSDK_CORE_PROJECT": "sdk-project-1"}, tmp_path)
     assert (found.project, found.project_source) == ("sdk-project-1", "CLOUDSDK_CORE_PROJECT")
@@ -159,10 +160,10 @@ def test_gcp_section_of_the_config_file(tmp_path: Path) -> None:
     path.write_text("gcp:\n  project: my-project-1\n")
     config = load_config(path)
     assert config.gcp.project == "my-project-1"
-    found = credentials({}, tmp_path, config.gcp)
+    found = credentials({}, tmp_path, config)
     assert not found.ok  # a project alone is no login
     _adc(tmp_path, _user(project=None))
-    assert credentials({}, tmp_path, config.gcp).project == "my-project-1"
+    assert credentials({}, tmp_path, config).project == "my-project-1"
     assert load_config(tmp_path / "missing.yaml").gcp.project is None
     path.write_text("gcp:\n  projet: my-project-1\n")
     with pytest.raises(ConfigError, match=r"gcp\.projet"):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from skyc.compiler.gcp.config import GcpConfig, is_project_id
+from skyc.config import SkycConfig
 
 Method = Literal["service_account", "authorized_user", "external_account",
                  "impersonated_service_account", "external_account_authorized_user"]
@@ -136,8 +137,13 @@ def _project(config: GcpConfig | None, env: Mapping[str, str], home: Path,
 
 
 def credentials(env: Mapping[str, str], home: Path,
-                config: GcpConfig | None = None) -> GcpCredentials:
-    """The credentials and project found, or why not."""
+                config: SkycConfig | None = None) -> GcpCredentials:
+    """The credentials and project found (the project of ``config.gcp`` first), or why not."""
+    return find(env, home, config.gcp if config is not None else None)
+
+
+def find(env: Mapping[str, str], home: Path, config: GcpConfig | None = None) -> GcpCredentials:
+    """The credentials and project found with the ``gcp:`` section ``config``, or why not."""
     path, how = _credentials_file(env, home)
     if path is None:
         return GcpCredentials(ok=False, reason=how, hint=LOGIN_HELP)
