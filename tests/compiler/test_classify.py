@@ -21,6 +21,7 @@ from skyc.stacks.terraform_output import diagnostic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "aws"
 RECORDED = sorted(FIXTURES.glob("*.jsonl"))
+PULUMI = sorted((FIXTURES.parent / "aws-pulumi").glob("*.jsonl"))
 
 # What failover must do with each code: (scope to block, retryable elsewhere).
 EXPECTED: dict[str, tuple[str, bool]] = {
@@ -66,6 +67,33 @@ def test_recorded_diagnostic_is_classified(path: Path) -> None:
         assert (error.scope, error.retryable) == EXPECTED[path.stem]
     if not error.retryable:
         assert error.hint
+
+
+def _pulumi_diagnostics(path: Path) -> list[Diagnostic]:
+    from pulumi.automation.events import EngineEvent
+
+    from skyc.stacks.pulumi_events import diagnostic as pulumi_diagnostic
+
+    events = [EngineEvent.from_json(json.loads(line)) for line in path.read_text().splitlines()]
+    return [d for d in map(pulumi_diagnostic, events) if d is not None]
+
+
+def test_every_recorded_code_has_its_pulumi_form() -> None:
+    assert [p.name for p in PULUMI] == [p.name for p in RECORDED]
+
+
+@pytest.mark.parametrize("path", PULUMI, ids=lambda p: p.stem)
+def test_same_verdict_from_pulumi_events(path: Path) -> None:
+    pytest.importorskip("pulumi", reason="the Pulumi SDK (skyc[pulumi]) is not installed")
+    [diag] = _pulumi_diagnostics(path)
+    assert diag.engine == "pulumi" and diag.address and diag.address.startswith("urn:pulumi:")
+    assert "error occurred" not in diag.summary
+    by_pulumi = classify_error("aws", [diag], placement=PLACEMENT)
+    by_terraform = classify_error("aws", _diagnostics(FIXTURES / path.name), placement=PLACEMENT)
+    assert by_pulumi is not None and by_terraform is not None
+    assert (by_pulumi.code, by_pulumi.scope, by_pulumi.retryable) == (
+        by_terraform.code, by_terraform.scope, by_terraform.retryable)
+    assert by_pulumi.code == path.stem and by_pulumi.failure.resource == diag.address
 
 
 def _diag(summary: str, address: str = "aws_instance.node_0") -> Diagnostic:

@@ -1,0 +1,257 @@
+"""The Pulumi engine: the Automation API (``pulumi.automation``) on a cluster workspace.
+
+The workspace holds the generated program (``__main__.py``, ``Pulumi.yaml``), the
+stack's input values (``pulumi-inputs.json``: public values only), the secrets
+passphrase (``keys/pulumi-passphrase``, 0600; never in the stack or the
+program) and ``logs/`` (one file per run). State goes to ``file://$SKYC_HOME/pulumi``
+unless the config's ``pulumi.backend_url`` names another backend (s3://, gs://,
+azblob://, Pulumi Cloud). The ``pulumi`` CLI is found on PATH, or in
+``$SKYC_PULUMI_ROOT/bin``; without it nothing is created and the error says how
+to install it. ``plan`` of a stack without a CLI is the offline preview
+(:mod:`skyc.stacks.pulumi_preview`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from skyc.config import load_config, skyc_home
+from skyc.errors import EngineError
+from skyc.stacks import pulumi_events
+from skyc.stacks.diagnostics import Diagnostic
+from skyc.stacks.engine import ApplyFailed, ProgressCallback, Refresh, StackDiff
+from skyc.stacks.model import Stack
+from skyc.stacks.pulumi_python import PROJECT, PROJECT_FILE, files
+
+NAME = "pulumi"
+STACK_FILE = PROJECT_FILE
+INPUTS_FILE = "pulumi-inputs.json"
+PASSPHRASE_FILE = "keys/pulumi-passphrase"
+MIN_VERSION = "3.100.0"
+INSTALL_HINT = (
+    "install the Pulumi CLI (https://www.pulumi.com/docs/iac/download-install/, e.g. "
+    "`curl -fsSL https://get.pulumi.com | sh`) and put it on PATH, or set SKYC_PULUMI_ROOT "
+    "to the directory holding bin/pulumi; `skyc plan --engine pulumi` works without it"
+)
+
+
+def _root() -> str | None:
+    """The directory whose ``bin/pulumi`` to run, or None for the one on PATH."""
+    explicit = os.environ.get("SKYC_PULUMI_ROOT")
+    if explicit:
+        return explicit
+    found = shutil.which("pulumi")
+    return str(Path(found).resolve().parent.parent) if found else None
+
+
+def unavailable() -> str | None:
+    """Pulumi plans offline (no CLI needed); only its SDK must be importable."""
+    try:
+        import pulumi  # noqa: F401
+    except ImportError:
+        return "the Pulumi SDK is not installed (pip install 'skyc[pulumi]')"
+    return None
+
+
+def write(stack: Stack, workspace: Path, values: dict[str, Any]) -> Path:
+    """The program, the project file and the input values."""
+    for name, text in files(stack).items():
+        _write_if_changed(workspace / name, text)
+    _write_if_changed(workspace / INPUTS_FILE, json.dumps(values, indent=2, sort_keys=True) + "\n")
+    return workspace / STACK_FILE
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def passphrase(workspace: Path) -> Path:
+    """The workspace's secrets passphrase file, created 0600 on first use."""
+    path = workspace / PASSPHRASE_FILE
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(32) + "\n")
+    return path
+
+
+def backend_url(configured: str | None) -> str:
+    if configured:
+        return configured
+    state = skyc_home() / "pulumi"
+    state.mkdir(parents=True, exist_ok=True)
+    return f"file://{state}"
+
+
+class PulumiEngine:
+    """Runs one stack workspace through the Automation API."""
+
+    name = NAME
+
+    def __init__(self, workspace: Path, *, backend: str | None = None) -> None:
+        self.workspace = Path(workspace)
+        self.stack_name = self.workspace.name
+        self._backend = backend
+        self._prepared: Stack | None = None
+        self.last_log: Path | None = None
+
+    # -- the Automation API ------------------------------------------------------------
+
+    def _env(self) -> dict[str, str]:
+        backend = self._backend or load_config().pulumi.backend_url
+        return {
+            "PULUMI_BACKEND_URL": backend_url(backend),
+            "PULUMI_CONFIG_PASSPHRASE_FILE": str(passphrase(self.workspace)),
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+        }
+
+    def _command(self) -> Any:
+        from pulumi import automation as auto
+
+        try:
+            return auto.PulumiCommand(root=_root())
+        except FileNotFoundError:
+            raise EngineError("the pulumi CLI was not found", hint=INSTALL_HINT) from None
+        except auto.InvalidVersionError as exc:
+            raise EngineError(f"the pulumi CLI is too old: {exc} (skyc needs >= {MIN_VERSION})",
+                              hint=INSTALL_HINT) from None
+
+    def _stack(self) -> Any:
+        from pulumi import automation as auto
+
+        opts = auto.LocalWorkspaceOptions(
+            work_dir=str(self.workspace), pulumi_command=self._command(),
+            env_vars=self._env(), secrets_provider="passphrase",
+        )
+        try:
+            stack = auto.create_or_select_stack(
+                stack_name=self.stack_name, work_dir=str(self.workspace), opts=opts)
+        except FileNotFoundError:
+            raise EngineError("the pulumi CLI was not found", hint=INSTALL_HINT) from None
+        except auto.CommandError as exc:
+            raise EngineError(f"pulumi could not open stack {self.stack_name}: {exc}") from None
+        return stack
+
+    def _log(self, op: str) -> Callable[[str], None]:
+        logs = self.workspace / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        path = logs / f"{stamp}-pulumi-{op}.log"
+        path.write_text(f"pulumi {op} of stack {self.stack_name} ({PROJECT})\n")
+        self.last_log = path
+
+        def write(text: str) -> None:
+            with path.open("a") as fh:
+                fh.write(text.rstrip("\n") + "\n")
+
+        return write
+
+    def _run(self, op: str, call: Callable[[Any, Callable[[Any], None], Callable[[str], None]],
+                                            Any], progress: ProgressCallback | None) -> Any:
+        from pulumi import automation as auto
+
+        log = self._log(op)
+        diagnostics: list[Diagnostic] = []
+        stack = self._stack()
+
+        def on_event(event: Any) -> None:
+            log(json.dumps(pulumi_events.describe(event), sort_keys=True))
+            diag = pulumi_events.diagnostic(event)
+            if diag is not None:
+                diagnostics.append(diag)
+            step = pulumi_events.progress(event)
+            if step is not None and progress is not None:
+                progress(step)
+
+        try:
+            return call(stack, on_event, log)
+        except auto.CommandError as exc:
+            lines = str(exc).strip().splitlines()
+            first = diagnostics[0].summary if diagnostics else (lines[-1] if lines else op)
+            raise ApplyFailed(f"pulumi {op} failed: {first}", diagnostics,
+                              log_file=self.last_log) from None
+
+    # -- the protocol ------------------------------------------------------------------
+
+    def init(self) -> None:
+        self._stack()
+
+    def prepare(self, stack: Stack) -> None:
+        """Open (or create) the stack and set its config from the input values.
+
+        Without a CLI nothing is opened: ``plan`` then previews offline, and
+        anything that would change resources says how to install the CLI.
+        """
+        from pulumi import automation as auto
+
+        self._prepared = stack
+        if _root() is None:
+            return
+        values = self._values()
+        opened = self._stack()
+        config = {f"{PROJECT}:{k}": auto.ConfigValue(value=str(v)) for k, v in values.items()}
+        if config:
+            opened.set_all_config(config)
+
+    def _values(self) -> dict[str, Any]:
+        path = self.workspace / INPUTS_FILE
+        values: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+        return values
+
+    def plan(self, *, destroy: bool = False) -> StackDiff:
+        if _root() is None and self._prepared is not None and not destroy:
+            from skyc.stacks.pulumi_preview import preview
+
+            return preview(self._prepared, self._values())
+        changes: list[Any] = []
+
+        def call(stack: Any, on_event: Callable[[Any], None], log: Callable[[str], None]) -> Any:
+            def collect(event: Any) -> None:
+                on_event(event)
+                change = pulumi_events.change(event)
+                if change is not None:
+                    changes.append(change)
+            return stack.preview(on_event=collect, on_output=log, diff=False)
+
+        self._run("preview", call, None)
+        return StackDiff(changes=sorted(changes, key=lambda c: c.address))
+
+    def apply(self, diff: StackDiff, progress: ProgressCallback | None = None) -> None:
+        self._run("up", lambda stack, on_event, log: stack.up(on_event=on_event, on_output=log),
+                  progress)
+
+    def outputs(self) -> dict[str, Any]:
+        values = self._stack().outputs()
+        return {name: item.value for name, item in sorted(values.items())}
+
+    def refresh(self) -> Refresh:
+        """Refresh the state from the cloud; ``gone``: resources it no longer has."""
+        def call(stack: Any, on_event: Callable[[Any], None], log: Callable[[str], None]) -> Any:
+            before = pulumi_events.resource_urns(stack.export_stack())
+            stack.refresh(on_event=on_event, on_output=log)
+            after = pulumi_events.resource_urns(stack.export_stack())
+            return sorted(before - after), len(after)
+
+        gone, managed = self._run("refresh", call, None)
+        return Refresh(gone=gone, managed=managed)
+
+    def destroy(self, progress: ProgressCallback | None = None) -> None:
+        self._run("destroy",
+                  lambda stack, on_event, log: stack.destroy(on_event=on_event, on_output=log),
+                  progress)
+
+
+def open_engine(workspace: Path) -> PulumiEngine:
+    return PulumiEngine(workspace)
+
+
+__all__ = ["NAME", "STACK_FILE", "PulumiEngine", "files", "open_engine", "unavailable", "write"]
