@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+# The config module first: it imports the target folders' config sections, and those
+# folders import skyc.compiler.base, which imports the config back.
+import skyc.config  # noqa: F401
 from skyc.compiler.base import (
     BuildRequest,
     Capabilities,
@@ -33,7 +36,7 @@ from skyc.stacks.model import Stack
 from skyc.task.candidate import ResourceCandidate
 
 # Registered targets; each is the folder skyc/compiler/<name>/.
-TARGETS = ("aws", "local", "ssh")
+TARGETS = ("aws", "kubernetes", "local", "ssh")
 # The modules every target folder holds.
 TARGET_MODULES = ("lowering", "errors", "outputs", "credentials")
 
