@@ -17,13 +17,16 @@ class Node(BaseModel):
 
     name: str                     # "head", "worker1", ...
     rank: int
-    transport: Literal["local", "ssh"]
+    transport: Literal["local", "ssh", "kubernetes"]
     ip: str                       # the address other nodes use (private IP; 127.0.0.1 for local)
     host: str | None = None       # where skyc connects (public IP / hostname); ssh only
     port: int = 22
     user: str | None = None
     identity_file: str | None = None
     node_dir: str | None = None   # local only: the node's home directory on this machine
+    pod: str | None = None        # kubernetes only: the pod, its namespace and kubeconfig context
+    namespace: str | None = None
+    context: str | None = None
 
 
 class ClusterInfo(BaseModel):

@@ -1,8 +1,49 @@
-"""The Kubernetes target: GPU and TPU pods on the user's own clusters.
+"""The Kubernetes target: GPU and TPU pods on the user's own clusters (Pulumi only).
 
 ``config`` holds the ``kubernetes:`` config section; ``labels`` and ``nodes``
 turn a cluster's node list into offers, ``discovery`` reads it through the
 official client and caches it, ``offers`` is what a catalog asks for;
-``events`` turns pod statuses and events into diagnostics, ``errors``
-classifies them; ``credentials`` reads the kubeconfig.
+``lowering`` writes one pod per node (``selectors``: devices, affinity,
+tolerations, TPU slices; ``manifest``: label rules and the ``pod_config``
+merge), ``outputs`` turns the stack's outputs into nodes; ``events`` turns pod
+statuses and events into diagnostics, ``errors`` classifies them;
+``credentials`` reads the kubeconfig.
+
+Capabilities, as declared below: spot only where the context has spot node
+pools (offers carry a spot price only for nodes labelled as spot, and the pods
+select and tolerate them, see ``selectors``); multi-node; open ports (a Service);
+no stop/start (a pod cannot be stopped and resumed); custom images are
+container images (``image_id: docker:IMAGE``); at most 256 pods per cluster.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _record() -> Any:
+    from skyc.compiler.base import Capabilities, Target
+
+    return Target(
+        name="kubernetes",
+        # The kubernetes Terraform provider's schema cannot be checked here: Pulumi only.
+        engines=("pulumi",),
+        capabilities=Capabilities(
+            cloud="kubernetes",
+            spot=True,
+            multi_node=True,
+            open_ports=True,
+            stop_start=False,
+            custom_images=True,
+            max_nodes=256,
+        ),
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``TARGET``, made on first use: the config module imports this package's
+    ``config`` while the compiler's base module (which imports the config) loads."""
+    if name == "TARGET":
+        globals()["TARGET"] = record = _record()
+        return record
+    raise AttributeError(name)

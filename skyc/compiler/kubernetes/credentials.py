@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from skyc.config import SkycConfig
+
 HELP = ("point KUBECONFIG at a kubeconfig file, or create ~/.kube/config "
         "(e.g. `gcloud container clusters get-credentials`, `aws eks update-kubeconfig`)")
 
@@ -81,8 +83,10 @@ def _named(items: Any, key: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def credentials(env: Mapping[str, str] | None = None, home: Path | None = None) -> Kubeconfig:
-    """The merged kubeconfig's contexts, or why there are none."""
+def credentials(env: Mapping[str, str] | None = None, home: Path | None = None,
+                config: SkycConfig | None = None) -> Kubeconfig:
+    """The merged kubeconfig's contexts, or why there are none (``config`` is unused:
+    the kubeconfig alone says which contexts exist)."""
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home
     paths, origin = kubeconfig_paths(env, home)

@@ -1,0 +1,309 @@
+"""Lowering onto a Kubernetes context: one pod per node, a headless Service, a ports Service.
+
+Why bare pods, one per node, and not a StatefulSet, Job or JobSet: a node must
+keep its identity (rank, hostname, logs) for the cluster's life, and skyc's
+runtime agent, not the pod's command, runs setup and run on it. A StatefulSet
+would also give stable names, but it replaces a failed pod behind the runtime's
+back (a new pod, a new IP, an empty home, under a running job) and rolls all
+pods on any change; a Job or JobSet runs a command to completion and counts
+retries, which is the agent's business here. A bare pod with
+``restartPolicy: Never`` fails visibly, is one resource of the stack per node
+(as on every other target), and is re-created only by the engine.
+
+Per node: pod ``<cluster>-<head|workerN>`` with ``hostname`` = the node's name
+and ``subdomain`` = the headless Service, so every node has the stable DNS name
+``head.<cluster>.<namespace>.svc.cluster.local``; it requests the accelerator
+(``nvidia.com/gpu``, ``amd.com/gpu``, ``google.com/tpu``), CPU and memory, selects
+nodes of the model by node affinity and tolerates the GPU/TPU taints (see
+:mod:`selectors`), mounts ``/dev/shm`` as a memory ``emptyDir`` (half the node's
+memory: PyTorch's DataLoader workers and NCCL move tensors through it), and
+runs the task's container image (``image_id: docker:IMAGE``) or
+``kubernetes.image`` or :data:`DEFAULT_IMAGE`, which has what the agent needs
+(bash, python3, tar). The pod just waits; the agent reaches it through the
+Kubernetes API's exec stream (:mod:`skyc.runtime.kube`), so no sshd is needed.
+
+A TPU slice of several hosts is one pod per host (``num_nodes`` slices x
+hosts), each with ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES`` as libtpu
+expects. ``network_tier: best`` adds ``IPC_LOCK`` (RDMA pins memory), asks for
+the context's ``network_resources`` (the interconnect device plugin's resource,
+e.g. ``rdma/ib``, whose name varies per cluster) and prefers one zone for all
+pods. The task's ``ports`` become a Service (``kubernetes.ports_service``,
+LoadBalancer by default) in front of the head pod. ``kubernetes.pod_config`` is
+merged into every pod (see :mod:`manifest`).
+
+Engine: Pulumi with ``pulumi_kubernetes``. Manifests are written in the
+Kubernetes API's own shape (camelCase mappings, passed through unchanged by the
+SDK) so ``pod_config`` merges as it does in SkyPilot and every recorded manifest
+can be checked against the API's JSON schema (``kubernetes-validate``, strict,
+oldest and newest of :data:`SUPPORTED_VERSIONS`). No Terraform: the kubernetes
+provider's schema cannot be checked here, so ``--engine terraform`` is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from skyc.compiler.base import BuildRequest, no_workspace_values, node_name
+from skyc.compiler.kubernetes import manifest, selectors
+from skyc.compiler.kubernetes.config import KubernetesConfig
+from skyc.errors import ConfigError, UnsupportedFeature
+from skyc.optimizer.plan import Placement
+from skyc.stacks.model import Output, Provider, Ref, Resource, Stack
+from skyc.task.candidate import ResourceCandidate
+
+DEFAULT_IMAGE = "docker.io/library/python:3.12-slim"  # bash, python3, tar
+# The oldest and newest Kubernetes versions the manifests are checked against.
+SUPPORTED_VERSIONS = ("1.28", "1.37")
+CLUSTER_LABEL = "skyc-cluster"
+NODE_LABEL = "skyc-node"
+PROVIDER = "kubernetes"
+MAX_PORTS = 100
+DEFAULT_CPUS = 2.0
+DEFAULT_MEMORY_GIB = 8.0
+_KEEP_ALIVE = "trap 'exit 0' TERM INT; sleep infinity & wait"
+
+TYPES = {
+    "pod": "kubernetes.core.v1.Pod",
+    "service": "kubernetes.core.v1.Service",
+}
+
+
+def _resource(kind: str, key: str, properties: dict[str, Any], **fields: Any) -> Resource:
+    return Resource(key=key, types={"pulumi": TYPES[kind]}, properties=properties,
+                    provider=PROVIDER, **fields)
+
+
+def image(candidate: ResourceCandidate, kube: KubernetesConfig) -> str:
+    raw = candidate.image_id
+    if raw is None:
+        return kube.image or DEFAULT_IMAGE
+    if isinstance(raw, str) and raw.startswith("docker:") and raw[len("docker:"):].strip():
+        return raw[len("docker:"):].strip()
+    raise UnsupportedFeature(
+        f"image_id: {raw!r} is not a container image for kubernetes",
+        hint="write image_id: docker:IMAGE (e.g. docker:nvcr.io/nvidia/pytorch:24.05-py3)")
+
+
+def ports(candidate: ResourceCandidate) -> list[int]:
+    out: set[int] = set()
+    for spec in candidate.ports:
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", str(spec))
+        if not m:
+            raise ConfigError(f"ports: {spec!r} is not a port or a range like 9000-9010")
+        low, high = int(m.group(1)), int(m.group(2) or m.group(1))
+        if not 1 <= low <= high <= 65535:
+            raise ConfigError(f"ports: {spec!r} is outside 1-65535")
+        out |= set(range(low, high + 1))
+    if len(out) > MAX_PORTS:
+        raise UnsupportedFeature(f"ports: {len(out)} ports; a Kubernetes Service here "
+                                 f"exposes at most {MAX_PORTS}")
+    return sorted(out)
+
+
+def _cpu(value: float) -> str:
+    return f"{value:g}" if value == int(value) else f"{round(value * 1000)}m"
+
+
+def _gib(value: float) -> str:
+    return f"{value:g}Gi" if value == int(value) else f"{math.ceil(value * 1024)}Mi"
+
+
+def _count(value: float) -> str:
+    if value != int(value):
+        raise UnsupportedFeature(f"accelerators: {value:g} is not a whole number of devices "
+                                 "(fractional GPUs need a sharing setup skyc does not manage)")
+    return str(int(value))
+
+
+class _Shape:
+    """What every pod of the cluster asks for."""
+
+    def __init__(self, placement: Placement, candidate: ResourceCandidate,
+                 kube: KubernetesConfig) -> None:
+        first: tuple[str | None, float] = next(iter((placement.accelerators or {}).items()),
+                                               (None, 0.0))
+        self.model, count = first
+        self.resource = selectors.device_resource(self.model) if self.model else None
+        self.tpu = selectors.tpu_slice(self.model) \
+            if self.model and self.resource == selectors.TPU else None
+        self.hosts = self.tpu.hosts if self.tpu else 1
+        self.devices = str(self.tpu.chips_per_host) if self.tpu else (
+            _count(count) if self.model else None)
+        self.cpus = candidate.cpus.value if candidate.cpus else DEFAULT_CPUS
+        self.memory = candidate.memory.value if candidate.memory else DEFAULT_MEMORY_GIB
+        node_memory = placement.memory_gib or self.memory
+        self.shm = max(1, int(node_memory // 2))
+        self.spot = placement.use_spot
+        self.custom_label = kube.accelerator_label
+
+    def resources(self, extra: dict[str, int]) -> dict[str, Any]:
+        requests: dict[str, str] = {"cpu": _cpu(self.cpus), "memory": _gib(self.memory)}
+        limits: dict[str, str] = {}
+        if self.resource and self.devices:
+            requests[self.resource] = limits[self.resource] = self.devices
+        for name, amount in sorted(extra.items()):
+            requests[name] = limits[name] = str(amount)
+        out: dict[str, Any] = {"requests": dict(sorted(requests.items()))}
+        if limits:
+            out["limits"] = dict(sorted(limits.items()))
+        return out
+
+    def affinity(self, cluster_label: dict[str, str], best: bool) -> dict[str, Any]:
+        affinity: dict[str, Any] = {}
+        if self.model and not self.tpu:
+            affinity["nodeAffinity"] = selectors.gpu_affinity(
+                self.model, spot=self.spot, custom_label=self.custom_label)
+        elif self.spot and not self.tpu:
+            affinity["nodeAffinity"] = selectors.spot_affinity()
+        if best:
+            affinity["podAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 100,
+                "podAffinityTerm": {"labelSelector": {"matchLabels": cluster_label},
+                                    "topologyKey": "topology.kubernetes.io/zone"},
+            }]}
+        return affinity
+
+    def node_selector(self) -> dict[str, str]:
+        if not self.tpu:
+            return {}
+        selector = {"cloud.google.com/gke-tpu-accelerator": self.tpu.accelerator_label,
+                    "cloud.google.com/gke-tpu-topology": self.tpu.topology}
+        if self.spot:
+            selector["cloud.google.com/gke-spot"] = "true"
+        return selector
+
+
+def _metadata(name: str, namespace: str | None, labels: dict[str, str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _container(img: str, shape: _Shape, env: list[dict[str, str]], best: bool,
+               extra: dict[str, int], container_ports: list[int]) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "node", "image": img, "command": ["/bin/bash", "-c", _KEEP_ALIVE],
+        "resources": shape.resources(extra),
+        "volumeMounts": [{"mountPath": "/dev/shm", "name": "dshm"}],
+    }
+    if env:
+        container["env"] = env
+    if best:
+        container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    if container_ports:
+        container["ports"] = [{"containerPort": p, "name": f"p{p}"[:15], "protocol": "TCP"}
+                              for p in container_ports]
+    return container
+
+
+def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | None,
+          labels: dict[str, str]) -> list[str]:
+    placement, candidate = request.placement, request.candidate
+    kube = request.config.kubernetes
+    shape = _Shape(placement, candidate, kube)
+    best = candidate.network_tier == "best"
+    settings = kube.contexts.get(placement.region or "")
+    extra = settings.network_resources if (best and settings) else {}
+    img = image(candidate, kube)
+    open_ports = ports(candidate)
+    pod_config = kube.pod_config or {}
+    manifest.check_pod_config(pod_config)
+    total = placement.num_nodes * shape.hosts
+    hostnames = [node_name(r) for r in range(total)]
+    keys = []
+    for rank in range(total):
+        host = hostnames[rank]
+        pod_labels = {**labels, NODE_LABEL: host}
+        env = []
+        if shape.tpu and shape.hosts > 1:
+            first = rank - rank % shape.hosts
+            peers = ",".join(f"{h}.{service}" for h in hostnames[first:first + shape.hosts])
+            env = [{"name": "TPU_WORKER_HOSTNAMES", "value": peers},
+                   {"name": "TPU_WORKER_ID", "value": str(rank % shape.hosts)}]
+        spec: dict[str, Any] = {
+            "hostname": host, "subdomain": service, "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 30,
+            "containers": [_container(img, shape, env, best, extra,
+                                      open_ports if rank == 0 else [])],
+            "volumes": [{"emptyDir": {"medium": "Memory", "sizeLimit": f"{shape.shm}Gi"},
+                         "name": "dshm"}],
+        }
+        affinity = shape.affinity({CLUSTER_LABEL: labels[CLUSTER_LABEL]}, best)
+        if affinity:
+            spec["affinity"] = affinity
+        if shape.node_selector():
+            spec["nodeSelector"] = shape.node_selector()
+        tolerations = selectors.tolerations(shape.resource, spot=shape.spot)
+        if tolerations:
+            spec["tolerations"] = tolerations
+        name = f"{service}-{host}"[:63]
+        pod = {"metadata": _metadata(name, namespace, pod_labels), "spec": spec}
+        merged = manifest.merge(pod, pod_config)
+        merged["metadata"].update(_metadata(name, namespace, {**merged["metadata"].get(
+            "labels", {}), **pod_labels}))
+        merged["spec"].update(hostname=host, subdomain=service)
+        merged.pop("apiVersion", None)
+        merged.pop("kind", None)
+        key = f"node_{rank}"
+        stack.add(_resource("pod", key, merged, depends_on=["headless"]))
+        keys.append(key)
+    return keys
+
+
+def _services(stack: Stack, service: str, namespace: str | None, labels: dict[str, str],
+              candidate: ResourceCandidate, kube: KubernetesConfig) -> None:
+    cluster_selector = {CLUSTER_LABEL: labels[CLUSTER_LABEL]}
+    stack.add(_resource("service", "headless", {
+        "metadata": _metadata(service, namespace, labels),
+        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
+                 "selector": cluster_selector},
+    }))
+    open_ports = ports(candidate)
+    if open_ports:
+        stack.add(_resource("service", "ports", {
+            "metadata": _metadata(f"{service}-ports"[:63], namespace, labels),
+            "spec": {"type": kube.ports_service,
+                     "selector": {**cluster_selector, NODE_LABEL: node_name(0)},
+                     "ports": [{"name": f"p{p}", "port": p, "protocol": "TCP", "targetPort": p}
+                               for p in open_ports]},
+        }))
+
+
+def build(request: BuildRequest) -> Stack:
+    placement, candidate = request.placement, request.candidate
+    kube = request.config.kubernetes
+    context = placement.region
+    if not context:
+        raise ConfigError("kubernetes placement has no context",
+                          hint="give infra as kubernetes/<context> (k8s/<context>)")
+    settings = kube.contexts.get(context)
+    namespace = settings.namespace if settings else None
+    labels = manifest.labels(request.labels)
+    labels[CLUSTER_LABEL] = manifest.label_value(request.cluster)
+    labels = dict(sorted(labels.items()))
+    service = manifest.dns_name(request.cluster)
+    provider: dict[str, Any] = {"context": context}
+    if namespace:
+        provider["namespace"] = namespace
+    stack = Stack(name=request.cluster, cloud="kubernetes", region=context, labels=labels,
+                  providers={PROVIDER: Provider(types={"pulumi": "kubernetes.Provider"},
+                                                settings=provider)},
+                  backend=request.config.backend)
+    _services(stack, service, namespace, labels, candidate, kube)
+    keys = _pods(request, stack, service, namespace, labels)
+    stack.outputs = {
+        "context": Output(value=context),
+        "namespace": Output(value=Ref(resource="headless", attribute="metadata.namespace")),
+        "pods": Output(value=[Ref(resource=k, attribute="metadata.name") for k in keys]),
+        "pod_ips": Output(value=[Ref(resource=k, attribute="status.pod_ip") for k in keys]),
+        "service": Output(value=service),
+    }
+    return stack
+
+
+def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
+    return no_workspace_values(stack, workspace)
