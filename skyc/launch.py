@@ -197,6 +197,7 @@ def _provision(
     config: SkycConfig,
     db: StateDB,
     reporter: LaunchReporter,
+    blocked: Sequence[Blocked] = (),
 ) -> tuple[ClusterInfo, Placement, list[Attempt]]:
     from skyc.compiler import choose_engine, target
     from skyc.infra import missing_credentials
@@ -209,11 +210,12 @@ def _provision(
         policy = replace(opts.failover, max_attempts=1, retry_until_up=False)
         pinned = replace(opts, infra=home, failover=policy)
 
-    def next_placement(blocked: list[Blocked]) -> Placement:
-        return make_plan([task], pinned, blocked=blocked, config=config).tasks[0].placement
+    def next_placement(more: list[Blocked]) -> Placement:
+        both = [*blocked, *more]
+        return make_plan([task], pinned, blocked=both, config=config).tasks[0].placement
 
     reporter.stage("optimize")
-    plan = make_plan([task], pinned, config=config)
+    plan = make_plan([task], pinned, blocked=blocked, config=config)
     reporter.plan(plan)
     candidates = task.candidates()
     chosen = plan.tasks[0].placement
@@ -275,6 +277,29 @@ def _provision(
         raise
     db.mark_cluster_up(name, result.value, result.placement)
     return result.value, result.placement, result.attempts
+
+
+def provision_cluster(
+    task: Task, name: str, opts: LaunchOptions, reporter: LaunchReporter,
+    *, blocked: Sequence[Blocked] = (),
+) -> tuple[ClusterInfo, Placement, list[Attempt]]:
+    """Provision cluster ``name`` for ``task`` with failover, the scopes in ``blocked``
+    ruled out from the start, under the cluster's lock; records it UP."""
+    from skyc.locks import cluster_lock
+    from skyc.state import StateDB
+
+    check_task(task)
+    with StateDB() as db, cluster_lock(name, timeout=opts.lock_timeout):
+        return _provision(task, name, opts, load_config(), db, reporter, blocked)
+
+
+def teardown_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 600.0) -> None:
+    """End the cluster's jobs, destroy its stack and forget it (under its lock)."""
+    from skyc.locks import cluster_lock
+    from skyc.state import StateDB
+
+    with StateDB() as db, cluster_lock(name, timeout=lock_timeout):
+        _teardown(name, db, reporter)
 
 
 def _confirm_changes(

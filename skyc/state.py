@@ -10,6 +10,7 @@ private keys) are replaced by ``"<redacted>"`` before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -192,11 +193,67 @@ def _m3_cluster_job_ids(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE UNIQUE INDEX jobs_by_cluster_job ON jobs (cluster, job_id)")
 
 
+def _m4_managed_jobs(conn: sqlite3.Connection) -> None:
+    """Managed jobs, their attempts and their trail: history that outlives clusters."""
+    for statement in _M4_SQL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+_M4_SQL = """
+        CREATE TABLE managed_jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT,
+            status TEXT NOT NULL,
+            task_path TEXT NOT NULL,
+            spec TEXT NOT NULL,
+            num_tasks INTEGER NOT NULL DEFAULT 1,
+            task_index INTEGER NOT NULL DEFAULT 0,
+            restarts INTEGER NOT NULL DEFAULT 0,
+            recoveries INTEGER NOT NULL DEFAULT 0,
+            cluster TEXT,
+            cluster_job INTEGER,
+            failure TEXT,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_until REAL,
+            controller_pid INTEGER,
+            submitted_at REAL NOT NULL,
+            started_at REAL,
+            ended_at REAL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE managed_attempts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            job INTEGER NOT NULL REFERENCES managed_jobs (id) ON DELETE CASCADE,
+            task_index INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            infra TEXT,
+            hourly_cost REAL NOT NULL DEFAULT 0,
+            cluster_job INTEGER,
+            outcome TEXT,
+            started_at REAL NOT NULL,
+            ended_at REAL
+        );
+        CREATE TABLE managed_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            job INTEGER NOT NULL REFERENCES managed_jobs (id) ON DELETE CASCADE,
+            ts REAL NOT NULL,
+            status TEXT NOT NULL,
+            message TEXT NOT NULL,
+            data TEXT
+        );
+        CREATE INDEX managed_attempts_by_job ON managed_attempts (job, id);
+        CREATE INDEX managed_events_by_job ON managed_events (job, id)
+"""
+
+
 # MIGRATIONS[i] takes a database from user_version i to i + 1.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m1_initial,
     _m2_last_job_and_indexes,
     _m3_cluster_job_ids,
+    _m4_managed_jobs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -280,6 +337,14 @@ class StateDB:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One write transaction (for tables kept by other modules, e.g. managed jobs)."""
+        return self._write()
+
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        """Rows of one read."""
+        return self._read(sql, args)
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:

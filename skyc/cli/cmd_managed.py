@@ -1,0 +1,183 @@
+"""``skyc jobs ...``: managed jobs, supervised by a controller that recovers them."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from skyc.cli import params
+
+jobs_app = typer.Typer(
+    help="Managed jobs: a controller provisions the cluster (with failover), runs the task, "
+    "recovers it on preemption or node loss, and tears the cluster down when it ends.",
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+)
+
+
+def _write(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+@jobs_app.command("launch")
+def launch_cmd(
+    task_file: Path = typer.Argument(..., help="Task YAML (several documents: a pipeline)."),
+    name: str | None = typer.Option(None, "--name", "-n", help="The job's name."),
+    yes: bool = typer.Option(False, "-y", "--yes", help="Launch without asking."),
+    detach: bool = typer.Option(False, "-d", "--detach", help="Return once it is submitted."),
+    env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
+    secret: list[str] = typer.Option([], "--secret", help="KEY=VAL, or KEY from this environment."),
+) -> None:
+    """Hand a task to a managed-job controller; without -d, follow its logs to the end."""
+    from skyc.cli.output import err_console, print_warning
+    from skyc.errors import ConfigError
+    from skyc.jobs import launch
+    from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
+
+    envs, secrets = parse_env_flags(env), parse_secret_flags(secret)
+    checked = load_tasks(task_file, env=envs, secrets=secrets, require_values=True)
+    for warning in checked.warnings:
+        print_warning(warning.render())
+    if not yes:
+        if not sys.stdin.isatty():
+            raise ConfigError("refusing to launch without confirmation: stdin is not a terminal",
+                              hint="pass --yes to launch non-interactively")
+        if not typer.confirm(f"Launch a managed job of {task_file}?", default=False, err=True):
+            raise typer.Exit(1)
+    job_id = launch(task_file, name=name, envs=envs, secrets=secrets)
+    err_console.print(f"managed job {job_id} submitted; follow it with: skyc jobs logs "
+                      f"{job_id} --follow", highlight=False, markup=False)
+    if detach:
+        typer.echo(str(job_id))
+        return
+    _follow_to_end(job_id)
+
+
+def _follow_to_end(job_id: int) -> None:
+    from skyc.cli.output import print_line
+    from skyc.jobs import stream_logs
+
+    job = stream_logs(job_id, True, _write)
+    print_line(f"managed job {job_id}: {job.status}"
+               + (f" ({job.failure})" if job.failure else ""), err=True)
+    if job.status != "SUCCEEDED":
+        raise typer.Exit(1)
+
+
+@jobs_app.command("queue")
+def queue_cmd(
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+) -> None:
+    """Managed jobs: status, recoveries, restarts, cost so far, and (json) the trail."""
+    from skyc.errors import ConfigError
+    from skyc.jobs import ManagedJobStore
+
+    if fmt not in ("table", "json"):
+        raise ConfigError(f"--format {fmt}: expected 'table' or 'json'")
+    store = ManagedJobStore()
+    try:
+        rows = [_job_doc(store, job) for job in store.all_jobs()]
+    finally:
+        store.close()
+    if fmt == "json":
+        typer.echo(json.dumps(rows, indent=2, sort_keys=True))
+        return
+    _print_table(rows)
+
+
+def _job_doc(store: Any, job: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = job.model_dump(
+        mode="json", exclude={"spec", "lease_owner", "cancel_requested"})
+    doc["strategy"] = job.spec.recovery.strategy
+    doc["cost"] = round(store.cost(job.id), 6)
+    doc["trail"] = [e.model_dump(mode="json", exclude={"job"}) for e in store.trail(job.id)]
+    doc["attempts"] = [a.model_dump(mode="json", exclude={"job"})
+                       for a in store.attempts(job.id)]
+    return doc
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from skyc.cli.output import console
+
+    table = Table("ID", "NAME", "STATUS", "SUBMITTED", "DURATION", "RECOVERIES", "RESTARTS",
+                  "CLUSTER", "COST", box=None, pad_edge=False)
+    now = time.time()
+    for r in rows:
+        when = datetime.datetime.fromtimestamp(r["submitted_at"]).strftime("%Y-%m-%d %H:%M")
+        start = r["started_at"]
+        took = "-" if start is None else f"{(r['ended_at'] or now) - start:.0f}s"
+        table.add_row(str(r["id"]), escape(r["name"] or "-"), r["status"], when, took,
+                      str(r["recoveries"]), str(r["restarts"]), escape(r["cluster"] or "-"),
+                      f"${r['cost']:.4f}")
+    console.print(table)
+
+
+@jobs_app.command("logs")
+def logs_cmd(
+    job_id: int = typer.Argument(..., parser=params.JOB_ID, help="Managed job id."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Until the job ends."),
+    controller: bool = typer.Option(False, "--controller", help="The controller's log."),
+) -> None:
+    """A managed job's output (every run, recoveries included), or its controller's log."""
+    from skyc.jobs.submit import follow_controller_log, stream_logs
+
+    if controller:
+        follow_controller_log(job_id, follow, _write)
+        return
+    job = stream_logs(job_id, follow, _write)
+    if follow and job.status != "SUCCEEDED":
+        raise typer.Exit(1)
+
+
+@jobs_app.command("cancel")
+def cancel_cmd(
+    job_ids: list[int] = typer.Argument(None, help="Managed job ids."),
+    all_jobs: bool = typer.Option(False, "--all", "-a", help="Every unfinished job."),
+) -> None:
+    """Cancel managed jobs: the run is stopped and the cluster torn down."""
+    from skyc.cli.output import print_line
+    from skyc.errors import ConfigError
+    from skyc.jobs import ManagedJobStore, cancel
+
+    if bool(job_ids) == all_jobs:
+        raise ConfigError("give job ids or --all (not both)",
+                          hint="see the jobs with: skyc jobs queue")
+    for job_id in job_ids or []:
+        if job_id < 1:
+            raise ConfigError(f"job id {job_id}: expected 1 or more")
+    if all_jobs:
+        store = ManagedJobStore()
+        try:
+            job_ids = [j.id for j in store.all_jobs() if not j.done]
+        finally:
+            store.close()
+    for job_id, status in cancel(list(job_ids)):
+        print_line(f"managed job {job_id}: {status}")
+
+
+@jobs_app.command("controller")
+def controller_cmd(
+    job_id: int = typer.Argument(..., parser=params.JOB_ID, help="Managed job id."),
+) -> None:
+    """Supervise one managed job to its end (started by `skyc jobs launch`; run it again
+    to resume a job whose controller died). Secrets come as JSON on stdin."""
+    from skyc.jobs import supervise
+    from skyc.jobs.submit import read_secrets
+
+    secrets = read_secrets("" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read())
+    status = supervise(job_id, secrets, sys.stdout)
+    if status != "SUCCEEDED":
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(jobs_app, name="jobs")

@@ -1,0 +1,27 @@
+"""Managed jobs: a task handed to a controller that provisions its cluster (with
+failover), runs it, watches the job and the nodes, and recovers on preemption or node
+loss; the cluster is torn down when the job ends, whatever the outcome.
+
+    launch(task_path, name=..., envs=..., secrets=...) -> job id   (starts the controller)
+    supervise(job_id, secrets, log)                                 (the controller itself)
+    cancel([ids]) / stream_logs(id, follow, sink) / ManagedJobStore (queue, trail, cost)
+"""
+
+from __future__ import annotations
+
+from skyc.jobs.controller import supervise
+from skyc.jobs.records import MANAGED_STATUSES, TERMINAL, ManagedJob, Recovery
+from skyc.jobs.store import ManagedJobStore
+from skyc.jobs.submit import cancel, launch, stream_logs
+
+__all__ = [
+    "MANAGED_STATUSES",
+    "TERMINAL",
+    "ManagedJob",
+    "ManagedJobStore",
+    "Recovery",
+    "cancel",
+    "launch",
+    "stream_logs",
+    "supervise",
+]

@@ -1,0 +1,403 @@
+"""The controller of one managed job: provision, run, watch, recover, tear down.
+
+    status: PENDING -> STARTING -> RUNNING -> SUCCEEDED
+                          |           |  ^
+                          |           v  |  node lost / recover_on_exit_codes
+                          |        RECOVERING  (EAGER_NEXT_REGION: the lost region is
+                          |                     blocked; FAILOVER: the same region first)
+                          v
+        FAILED_NO_RESOURCE, FAILED_SETUP, FAILED (restarts used up), CANCELLED
+
+Every stage is a function of skyc.launch (provision with failover, teardown) or of
+skyc.runtime (run, cancel); the job's state lives in the state database, so a
+controller started again on the same job resumes where the last one stopped: the
+cluster's name is fixed by the job id and the task's index, and a job already
+running on it is watched, not started again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from skyc.errors import InfeasibleError, ProvisionError, SkycError
+from skyc.failover import FailoverExhausted
+from skyc.jobs.lease import Lease
+from skyc.jobs.probe import Verdict, probe
+from skyc.jobs.records import ManagedJob, ManagedStatus
+from skyc.jobs.store import ManagedJobStore
+
+if TYPE_CHECKING:
+    from skyc.nodes import ClusterInfo
+    from skyc.optimizer.blocked import Blocked
+    from skyc.optimizer.plan import Placement
+    from skyc.runtime import JobSpec
+    from skyc.task import Task
+
+
+NO_RESOURCE = (InfeasibleError, ProvisionError, FailoverExhausted)
+
+
+def poll_interval() -> float:
+    raw = os.environ.get("SKYC_JOBS_POLL_S")
+    try:
+        return max(0.05, float(raw)) if raw else 5.0
+    except ValueError:
+        return 5.0
+
+
+def managed_log_dir(job_id: int) -> Path:
+    from skyc.config import skyc_home
+
+    return skyc_home() / "logs" / "managed" / str(job_id)
+
+
+def cluster_for(job: ManagedJob, task_index: int) -> str:
+    """The job's cluster for one of its tasks: fixed by the job, so a restarted
+    controller finds it again instead of making another."""
+    return f"skyc-job-{job.id}" + (f"-{task_index}" if job.num_tasks > 1 else "")
+
+
+def task_id(job: ManagedJob, task_index: int) -> str:
+    stamp = time.strftime("%Y-%m-%d-%H-%M-%S", time.gmtime(job.submitted_at))
+    return f"skyc-managed-{stamp}_{job.name or 'job'}_{job.id}-{task_index}"
+
+
+class FileReporter:
+    """The launch stages' progress, as lines of the controller's log."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def _line(self, text: str) -> None:
+        self.out.write(f"{time.strftime('%H:%M:%S')} {text}\n")
+        self.out.flush()
+
+    def stage(self, name: str, detail: str = "") -> None:
+        self._line(f"{name}: {detail}" if detail else name)
+
+    def plan(self, plan: Any) -> None:
+        for t in plan.tasks:
+            self._line(f"plan: {t.placement.infra} ({t.placement.instance_type or '-'})")
+
+    def attempt(self, attempt: Any, next_placement: Any) -> None:
+        self._line(f"attempt on {attempt.placement.infra}: {attempt.error or 'up'} "
+                   f"{attempt.message}")
+
+    def engine_event(self, event: Any) -> None:
+        return None
+
+    def log_line(self, node: str, line: str) -> None:
+        return None
+
+
+class Cancelled(SkycError):
+    """The job was cancelled while the controller waited on something."""
+
+
+class LeaseLost(SkycError):
+    """Another controller took the job's lease: this one stops supervising."""
+
+
+class Controller:
+    def __init__(self, store: ManagedJobStore, job_id: int, secrets: Mapping[str, str],
+                 lease: Lease, log: TextIO) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.secrets = dict(secrets)
+        self.lease = lease
+        self.reporter = FileReporter(log)
+        self.poll_s = poll_interval()
+
+    @property
+    def job(self) -> ManagedJob:
+        return self.store.require(self.job_id)
+
+    def say(self, text: str) -> None:
+        self.reporter.stage("job", text)
+
+    # -- the job ---------------------------------------------------------------
+
+    def run(self) -> str:
+        job = self.job
+        if job.done:
+            return job.status
+        try:
+            tasks = self._load(job)
+        except SkycError as exc:
+            return self._finish("FAILED", f"cannot load the task: {exc.message}", None)
+        if job.status == "PENDING":
+            self.store.set_status(self.job_id, "STARTING", "controller started",
+                                  started_at=time.time())
+        for index in range(job.task_index, len(tasks)):
+            cluster = cluster_for(job, index)
+            try:
+                status, why = self._run_task(index, tasks[index], cluster)
+            except Cancelled:
+                status, why = "CANCELLED", "cancelled"
+            if status != "SUCCEEDED":
+                return self._finish(status, why, cluster)
+            self._down(cluster)
+            self.store.update(self.job_id, task_index=index + 1, cluster=None,
+                              cluster_job=None)
+        return self._finish("SUCCEEDED", f"{len(tasks)} task(s) succeeded", None)
+
+    def _load(self, job: ManagedJob) -> list[Task]:
+        from skyc.task import load_tasks
+
+        missing = [n for n in job.spec.from_stdin if n not in self.secrets]
+        if missing:
+            raise SkycError(f"secret(s) {', '.join(missing)} not given to the controller",
+                            hint="secrets reach the controller on its stdin only: run "
+                            "`skyc jobs controller ID` with them as JSON on stdin")
+        secrets: dict[str, str | None] = dict(self.secrets)
+        return load_tasks(job.task_path, env=job.spec.envs, secrets=secrets,
+                          require_values=True).tasks
+
+    def _finish(self, status: ManagedStatus, why: str, cluster: str | None) -> str:
+        if cluster is not None:
+            self._down(cluster)
+        for attempt in self.store.attempts(self.job_id):
+            if attempt.ended_at is None:
+                self.store.close_attempt(attempt.id, status)
+        self.store.set_status(self.job_id, status, why, cluster=None,
+                              failure=None if status == "SUCCEEDED" else why)
+        self.say(f"{status}: {why}")
+        return status
+
+    # -- one task --------------------------------------------------------------
+
+    def _spec(self, task: Task, index: int) -> JobSpec:
+        from skyc.runtime import job_spec_from_task
+
+        spec = job_spec_from_task(task)
+        job = self.job
+        ids = {"TASK_ID": task_id(job, index), "MANAGED_JOB_ID": str(job.id),
+               "MANAGED_JOB_NAME": job.name or "", "MANAGED_TASK_INDEX": str(index)}
+        extra = {p + k: v for p in ("SKYPILOT_", "SKYC_") for k, v in ids.items()}
+        return spec.model_copy(update={"envs": {**spec.envs, **extra}})
+
+    def _run_task(self, index: int, task: Task, cluster: str) -> tuple[ManagedStatus, str]:
+        from skyc.launch import end_cluster_jobs
+
+        recovery = self.job.spec.recovery
+        spec = self._spec(task, index)
+        info, attempt, run_id = self._resume(cluster)
+        blocked: list[Blocked] = []
+        pin: str | None = None
+        while True:
+            self._check_cancel()
+            if info is None:
+                try:
+                    info, placement = self._provision(task, cluster, blocked, pin)
+                except NO_RESOURCE as exc:
+                    return "FAILED_NO_RESOURCE", exc.message
+                attempt = self.store.open_attempt(self.job_id, index, cluster,
+                                                  placement.infra, placement.hourly_cost)
+            assert attempt is not None
+            if run_id is None:
+                self._check_cancel()
+                result = self._submit(info, spec)
+                if result.status == "FAILED_SETUP":
+                    return "FAILED_SETUP", result.describe_failure()
+                run_id = result.job_id
+                self.store.set_attempt_job(attempt, run_id)
+                self.store.set_status(
+                    self.job_id, "RUNNING", f"running on cluster {cluster} (job {run_id})",
+                    {"cluster": cluster, "infra": _infra(info)}, cluster=cluster,
+                    cluster_job=run_id)
+            verdict = self._watch(info, run_id)
+            self._save_logs(info, run_id, attempt)
+            if verdict.state == "succeeded":
+                self.store.close_attempt(attempt, "SUCCEEDED")
+                return "SUCCEEDED", verdict.why
+            if verdict.state == "cancelled":
+                raise Cancelled("cancelled")
+            if verdict.state == "failed_setup":
+                return "FAILED_SETUP", verdict.why
+            preempted = verdict.state == "lost" or (
+                verdict.exit_code in recovery.recover_on_exit_codes)
+            if preempted and recovery.strategy == "NONE":
+                return "FAILED", f"{verdict.why} (job_recovery strategy NONE: no recovery)"
+            if preempted:
+                where = _infra(info)
+                self.store.close_attempt(attempt, f"PREEMPTED: {verdict.why}")
+                self.store.set_status(
+                    self.job_id, "RECOVERING",
+                    f"{verdict.why}; recovering ({recovery.strategy})",
+                    {"cluster": cluster, "infra": where, "why": verdict.why},
+                    recoveries=self.job.recoveries + 1, cluster_job=None)
+                with contextlib.suppress(SkycError, OSError):
+                    end_cluster_jobs(cluster)
+                self._down(cluster)
+                blocked, pin = _next_scope(info, recovery.strategy)
+                info, attempt, run_id = None, None, None
+                continue
+            restarts = self.job.restarts
+            if restarts >= recovery.max_restarts_on_errors:
+                return "FAILED", verdict.why
+            self._stop_run(info, run_id)
+            self.store.set_status(
+                self.job_id, "RECOVERING",
+                f"{verdict.why}; restart {restarts + 1} of "
+                f"{recovery.max_restarts_on_errors}",
+                {"cluster": cluster, "infra": _infra(info), "why": verdict.why},
+                restarts=restarts + 1, cluster_job=None)
+            run_id = None
+
+    def _resume(self, cluster: str) -> tuple[ClusterInfo | None, int | None, int | None]:
+        """What a controller before this one left: the cluster, its open attempt, the
+        run on it (None for each that is not there)."""
+        from pydantic import ValidationError
+
+        from skyc.nodes import ClusterInfo
+        from skyc.stacks.workspace import cluster_workspace
+
+        job = self.job
+        if job.cluster != cluster:
+            return None, None, None
+        try:
+            info = ClusterInfo.model_validate_json(
+                (cluster_workspace(cluster) / "cluster.json").read_text())
+        except (OSError, ValidationError):
+            return None, None, None
+        open_ = [a for a in self.store.attempts(self.job_id)
+                 if a.cluster == cluster and a.ended_at is None]
+        if not open_:
+            return None, None, None
+        self.say(f"resuming supervision of cluster {cluster} (job {job.cluster_job})")
+        return info, open_[-1].id, job.cluster_job
+
+    def _provision(self, task: Task, cluster: str, blocked: list[Blocked],
+                   pin: str | None) -> tuple[ClusterInfo, Placement]:
+        from skyc.launch import LaunchOptions, provision_cluster
+
+        try:
+            info, placement, _ = provision_cluster(
+                task, cluster, LaunchOptions(cluster=cluster, infra=pin), self.reporter,
+                blocked=blocked)
+        except NO_RESOURCE as exc:
+            if not blocked and pin is None:
+                raise
+            # The lost region (or the pinned one) may be all there is: try anywhere.
+            self.say(f"no placement outside the lost scope ({exc.message}); trying anywhere")
+            self._down(cluster)
+            info, placement, _ = provision_cluster(
+                task, cluster, LaunchOptions(cluster=cluster), self.reporter)
+        self.store.update(self.job_id, cluster=cluster)
+        return info, placement
+
+    def _submit(self, info: ClusterInfo, spec: JobSpec) -> Any:
+        from skyc.launch import JobRecorder
+        from skyc.runtime import run_job
+        from skyc.state import StateDB
+
+        with StateDB() as db:
+            recorder = JobRecorder(db, info.name, spec.name)
+            result = run_job(info, spec, detach=True, on_start=recorder.started)
+            recorder.finished(result)
+        return result
+
+    def _watch(self, info: ClusterInfo, run_id: int) -> Verdict:
+        while True:
+            if self.lease.lost.is_set():
+                raise LeaseLost(f"managed job {self.job_id}: the lease was taken over")
+            if self.job.cancel_requested:
+                self._stop_run(info, run_id)
+                return Verdict("cancelled", "cancelled")
+            verdict = probe(info, run_id)
+            if verdict.state != "running":
+                self.say(f"job {run_id} on {info.name}: {verdict.state}: {verdict.why}")
+                return verdict
+            time.sleep(self.poll_s)
+
+    def _check_cancel(self) -> None:
+        if self.lease.lost.is_set():
+            raise LeaseLost(f"managed job {self.job_id}: the lease was taken over")
+        if self.job.cancel_requested:
+            raise Cancelled("cancelled")
+
+    def _stop_run(self, info: ClusterInfo, run_id: int) -> None:
+        from skyc.runtime import cancel
+
+        with contextlib.suppress(SkycError, OSError):
+            cancel(info, run_id)
+
+    def _save_logs(self, info: ClusterInfo, run_id: int, attempt: int) -> None:
+        """Keep the run's output under the job's log directory (its cluster goes away)."""
+        from skyc.runtime import tail_logs
+
+        path = managed_log_dir(self.job_id) / f"attempt-{attempt}-job-{run_id}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as out, contextlib.suppress(SkycError, OSError):
+            def write(data: bytes) -> None:
+                out.write(data)
+
+            tail_logs(info, run_id, follow=False, on_output=write)
+
+    def _down(self, cluster: str) -> None:
+        from skyc.launch import teardown_cluster
+        from skyc.stacks.workspace import cluster_workspace
+
+        workspace = cluster_workspace(cluster)
+        if not workspace.exists() or all(p.name == "logs" for p in workspace.iterdir()):
+            return
+        self.say(f"tearing down cluster {cluster}")
+        teardown_cluster(cluster, self.reporter)
+
+
+def _infra(info: ClusterInfo) -> str:
+    return "/".join(p for p in (info.cloud, info.region, info.zone) if p)
+
+
+def _next_scope(info: ClusterInfo, strategy: str) -> tuple[list[Blocked], str | None]:
+    """EAGER_NEXT_REGION blocks the region that was lost; FAILOVER tries it again first."""
+    from skyc.optimizer.blocked import Blocked
+
+    if strategy == "FAILOVER":
+        return [], "/".join(p for p in (info.cloud, info.region) if p)
+    return [Blocked(cloud=info.cloud, region=info.region)], None
+
+
+def supervise(job_id: int, secrets: Mapping[str, str], log: TextIO) -> str:
+    """Take the job's lease and supervise it to its end; returns its final status.
+
+    Waits for a dead controller's lease to expire; refuses while a live one holds it."""
+    store = ManagedJobStore()
+    try:
+        job = store.require(job_id)
+        os.chdir(job.spec.cwd)
+        lease = Lease(store, job_id)
+        lease.acquire(wait_s=_wait_for(job, lease.ttl))
+        with lease:
+            controller = Controller(store, job_id, secrets, lease, log)
+            try:
+                return controller.run()
+            except LeaseLost as exc:
+                controller.say(exc.message)
+                return store.require(job_id).status
+            except SkycError as exc:
+                return controller._finish("FAILED", exc.message, store.require(job_id).cluster)
+    finally:
+        store.close()
+
+
+def _wait_for(job: ManagedJob, ttl: float) -> float:
+    """How long to wait for the lease: until it expires when its holder is a process
+    of this machine that has died, not at all otherwise."""
+    pid = job.controller_pid
+    if job.lease_owner is None or pid is None:
+        return 0.0
+    if not job.lease_owner.startswith(os.uname().nodename + ":"):
+        return 0.0
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return max(0.0, (job.lease_until or 0) - time.time()) + ttl / 3
+    except PermissionError:
+        return 0.0
+    return 0.0
