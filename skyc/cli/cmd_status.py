@@ -6,7 +6,6 @@ import json
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
@@ -39,9 +38,12 @@ def refresh_cluster(db: StateDB, name: str, probe: Probe) -> ClusterRecord:
             f"cluster '{name}': the status probe returned {observed!r}, expected one of "
             f"{', '.join(CLUSTER_STATUSES)}"
         )
-    if observed != record.status:
+    refreshes = [e for e in db.events(name) if e.kind == "refresh"]
+    last_note = (refreshes[-1].data or {}).get("note") if refreshes else None
+    if observed != record.status or (note and note != last_note):  # a new reason too
         db.set_cluster_status(name, cast("ClusterStatus", observed))
-        message = f"status {record.status} -> {observed}" + (f": {note}" if note else "")
+        message = (f"status {record.status} -> {observed}" if observed != record.status
+                   else f"status {observed}") + (f": {note}" if note else "")
         db.add_event(
             name, "refresh", message, {"from": record.status, "to": observed, "note": note},
         )
@@ -148,36 +150,11 @@ def _print_table(db: StateDB, rows: list[dict[str, Any]], verbose: bool) -> None
 
 
 def engine_probe(record: ClusterRecord) -> tuple[str, str]:
-    """The cluster's status as its stack's engine and its nodes see it.
+    """The cluster's status as its stack's engine and its nodes see it (UP, or INIT
+    with a note: see :mod:`skyc.reconcile`)."""
+    from skyc.reconcile import probe
 
-    Asks the engine the cluster was created with to refresh (it reads every
-    resource back from the cloud; nothing is changed) and checks that local
-    nodes' directories exist. Resources deleted outside skyc -> FAILED; a
-    workspace whose state holds nothing -> STOPPED; otherwise UP.
-    """
-    from skyc.stacks.engines import open_engine, stack_engine
-    from skyc.stacks.workspace import cluster_workspace
-
-    workspace = Path(record.workspace) if record.workspace else cluster_workspace(record.name)
-    written_for = stack_engine(workspace)
-    if written_for is None:
-        return "FAILED", f"its stack is missing from {workspace}"
-    missing = [
-        str(n.get("name")) for n in record.nodes
-        if n.get("node_dir") and not Path(str(n["node_dir"])).is_dir()
-    ]
-    found = open_engine(record.engine or written_for, workspace).refresh()
-    if not found.managed:
-        return "STOPPED", "the engine's state holds no resources"
-    if found.gone or missing:
-        parts = []
-        if found.gone:
-            parts.append("deleted outside skyc: " + ", ".join(found.gone))
-        if missing:
-            parts.append("node directories missing: " + ", ".join(missing))
-        fix = f"`skyc apply` recreates them, `skyc destroy {record.name}` removes the rest"
-        return "FAILED", "; ".join(parts) + f" ({fix})"
-    return "UP", ""
+    return probe(record)
 
 
 def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False) -> None:

@@ -83,11 +83,11 @@ def test_zone_then_region_failover_then_refresh_and_destroy(aws: AwsHome) -> Non
     assert leaks(aws.moto, owned) == {}
 
     # Refresh (UP while intact is checked on local infra, in test_refresh.py):
-    # once the instance is terminated behind skyc's back, the cluster is FAILED.
+    # once the instance is terminated behind skyc's back, the cluster is INIT.
     aws.moto.client("ec2", "us-east-2").terminate_instances(
         InstanceIds=[instances[0]["InstanceId"]])
     [row] = aws.status("fo", "--refresh", "-v")
-    assert row["status"] == "FAILED"
+    assert row["status"] == "INIT"
     assert "aws_instance.node_0" in row["events"][-1]["message"]
 
     out = aws.skyc("destroy", "fo", "--yes")

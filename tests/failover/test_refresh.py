@@ -1,5 +1,5 @@
 """`skyc status --refresh` on local infra (real terraform, real node directories):
-UP while the cluster is intact, FAILED with a note once a node's directory is
+UP while the cluster is intact, INIT with a note once a node's directory is
 gone, untouched while another skyc holds the cluster's lock."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _status(home: Path, *args: str) -> dict[str, Any]:
     return row
 
 
-def test_refresh_marks_a_cluster_with_a_missing_node_failed(
+def test_refresh_marks_a_cluster_with_a_missing_node_init(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = tmp_path / "home"
@@ -54,10 +54,10 @@ def test_refresh_marks_a_cluster_with_a_missing_node_failed(
     with cluster_lock("keep", timeout=5):
         assert _status(home, "--refresh")["status"] == "UP"
     row = _status(home, "--refresh")
-    assert row["status"] == "FAILED"
+    assert row["status"] == "INIT"
     assert "node directories missing: worker1" in row["events"][-1]["message"]
     # Without --refresh, status only reads the state database.
-    assert _status(home)["status"] == "FAILED"
+    assert _status(home)["status"] == "INIT"
 
     out = _skyc(home, "destroy", "keep", "--yes")
     assert out.returncode == 0, out.stderr

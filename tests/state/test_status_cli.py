@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from skyc.cli.cmd_status import format_age, refresh_cluster, resources
 from skyc.errors import StateError
 from skyc.state import ClusterRecord, StateDB
+from tests.support.terraform import requires_terraform
 
 
 def _skyc(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -132,3 +135,116 @@ def test_formatting_helpers() -> None:
     assert resources({"instance_type": "n2-standard-8", "accelerators": {"L4": 0.5}}) == (
         "n2-standard-8 (L4:0.5)"
     )
+
+
+# -- refresh against real local clusters (real terraform, real node directories) ----
+
+
+def _decide(**record: Any) -> tuple[str, str]:
+    from skyc.reconcile import decide
+
+    seen = record.pop("seen")
+    base: dict[str, Any] = {"name": "c", "cloud": "local", "status": "UP"}
+    return decide(ClusterRecord(**{**base, **record}), seen)
+
+
+def test_decide_never_says_stopped_or_up_without_nodes() -> None:
+    from skyc.reconcile import Observed
+
+    up = {"launched_at": 1.0, "nodes": [{"name": "head"}, {"name": "worker1"}]}
+    whole = Observed("/ws", stack=True, managed=2)
+    assert _decide(**up, seen=whole) == ("UP", "")
+    # Never came up (killed before or while the engine ran): INIT, whatever the engine holds.
+    for seen in (Observed("/ws", stack=False), Observed("/ws", stack=True),
+                 Observed("/ws", stack=True, managed=2)):
+        status, note = _decide(status="INIT", seen=seen)
+        assert status == "INIT" and note.startswith("provisioning did not finish"), note
+        assert _decide(status="UP", seen=seen)[0] == "INIT"  # recorded UP, but no nodes
+    assert _decide(status="FAILED", seen=Observed("/ws", stack=True))[0] == "FAILED"
+    # Came up, then terminated outside skyc (wholly or in part): INIT with what is gone.
+    status, note = _decide(**up, seen=Observed("/ws", stack=True, managed=0))
+    assert status == "INIT" and "holds none of its resources" in note
+    status, note = _decide(**up, seen=Observed("/ws", stack=True, managed=5,
+                                               gone=("aws_instance.node_0",)))
+    assert status == "INIT" and "deleted outside skyc: aws_instance.node_0" in note
+    status, note = _decide(**up, seen=Observed("/ws", stack=True, managed=2,
+                                               missing_nodes=("head", "worker1")))
+    assert status == "INIT" and "every node directory is gone: head, worker1" in note
+    status, note = _decide(**up, seen=Observed("/ws", stack=False))
+    assert status == "INIT" and "its stack is missing from /ws" in note
+
+
+def _local_placement(home: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
+        Any, Any]:
+    from skyc.launch import LaunchOptions, make_plan
+    from skyc.task import load_tasks
+
+    monkeypatch.setenv("SKYC_HOME", str(home))
+    task_file = tmp / "k.yaml"
+    task_file.write_text("name: k\nnum_nodes: 2\nresources:\n  infra: local\nrun: echo hi\n")
+    [task] = load_tasks(task_file).tasks
+    placement = make_plan([task], LaunchOptions()).tasks[0].placement
+    return placement, task.candidates()[placement.candidate_index]
+
+
+def _refreshed(home: Path, name: str) -> dict[str, Any]:
+    out = _skyc(home, "status", name, "--refresh", "--format", "json", "-v")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    (row,) = json.loads(out.stdout)
+    assert isinstance(row, dict)
+    return row
+
+
+@requires_terraform
+def test_refresh_of_a_cluster_killed_before_its_engine_ran_is_init_not_stopped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skyc.provision import plan_changes
+
+    home = tmp_path / "home"
+    placement, candidate = _local_placement(home, tmp_path, monkeypatch)
+    with StateDB(home / "state.db") as db:  # what apply records before the engine runs
+        db.upsert_cluster_from_placement("k", placement, status="INIT", engine="terraform")
+    row = _refreshed(home, "k")  # nothing written yet either
+    assert row["status"] == "INIT", row
+    # The stack written and the engine initialized and planned, then the kill.
+    plan_changes("k", placement, candidate)
+    row = _refreshed(home, "k")
+    assert row["status"] == "INIT", row
+    out = _skyc(home, "status", "k", "-v")
+    assert "provisioning did not finish: nothing was created" in " ".join(out.stdout.split())
+    assert _skyc(home, "destroy", "k", "--yes").returncode == 0
+
+
+@requires_terraform
+def test_refresh_of_a_cluster_killed_while_its_engine_ran_is_not_up_with_no_nodes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skyc.provision import provision
+
+    home = tmp_path / "home"
+    placement, candidate = _local_placement(home, tmp_path, monkeypatch)
+    with StateDB(home / "state.db") as db:
+        db.upsert_cluster_from_placement("k", placement, status="INIT", engine="terraform")
+    provision("k", placement, candidate)  # resources made; killed before it was marked UP
+    row = _refreshed(home, "k")
+    assert (row["status"], row["nodes"]) == ("INIT", []), row
+    assert "the engine's state holds 2 resource(s)" in row["events"][-1]["message"]
+    assert _skyc(home, "destroy", "k", "--yes").returncode == 0
+
+
+@requires_terraform
+def test_refresh_of_a_cluster_whose_nodes_were_all_removed_is_init(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    task = tmp_path / "k.yaml"
+    task.write_text("name: k\nnum_nodes: 2\nresources:\n  infra: local\nrun: echo hi\n")
+    out = _skyc(home, "apply", str(task), "--yes")
+    assert out.returncode == 0, out.stderr
+    row = _refreshed(home, "k")
+    assert row["status"] == "UP"
+    for node in row["nodes"]:
+        shutil.rmtree(node["node_dir"])
+    row = _refreshed(home, "k")
+    assert row["status"] == "INIT", row
+    assert "every node directory is gone: head, worker1" in row["events"][-1]["message"]
+    assert row["last_job"]["status"] == "SUCCEEDED"  # history is kept
+    assert _skyc(home, "destroy", "k", "--yes").returncode == 0
+    assert _skyc(home, "status", "--format", "json").stdout.strip() == "[]"

@@ -1,0 +1,90 @@
+"""A cluster's status from what its engine and its nodes show (``skyc status --refresh``).
+
+The words are SkyPilot's: ``UP`` is a cluster that came up and whose every resource
+and node is still there; ``INIT`` is one that is not (or no longer) whole: its
+provisioning never finished (killed before or while its engine ran), or some or all
+of it was terminated outside skyc. The note says which, and what to run. A cluster
+whose last apply FAILED and that never came up stays FAILED. Refresh never says
+``STOPPED``: skyc stops nothing, and an empty engine state is not a stopped cluster.
+
+:func:`observe` reads (the engine's refresh, the node directories);
+:func:`decide` is the pure decision; :func:`probe` is both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skyc.state import ClusterRecord, ClusterStatus
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What a refresh found. ``stack``: the workspace holds the cluster's stack;
+    ``managed``: resources in the engine's state; ``gone``: resources deleted outside
+    skyc; ``missing_nodes``: nodes whose directory (local nodes) is gone."""
+
+    workspace: str
+    stack: bool
+    managed: int = 0
+    gone: tuple[str, ...] = ()
+    missing_nodes: tuple[str, ...] = ()
+
+
+def _fix(name: str, verb: str) -> str:
+    return f"`skyc apply` {verb}, `skyc destroy {name}` removes what is left"
+
+
+def decide(record: ClusterRecord, seen: Observed) -> tuple[ClusterStatus, str]:
+    """The status ``record`` should have given ``seen``, and a note saying why."""
+    came_up = record.launched_at is not None and bool(record.nodes)
+    if not came_up:
+        status: ClusterStatus = "FAILED" if record.status == "FAILED" else "INIT"
+        if not seen.stack or seen.managed == 0:
+            what = "nothing was created"
+        else:
+            what = f"the engine's state holds {seen.managed} resource(s)"
+        return status, f"provisioning did not finish: {what} ({_fix(record.name, 'resumes it')})"
+    if not seen.stack:
+        return "INIT", (f"terminated outside skyc: its stack is missing from "
+                        f"{seen.workspace} ({_fix(record.name, 'recreates it')})")
+    if seen.managed == 0:
+        return "INIT", ("terminated outside skyc: the engine's state holds none of its "
+                        f"resources ({_fix(record.name, 'recreates it')})")
+    if seen.gone or seen.missing_nodes:
+        parts = []
+        if seen.gone:
+            parts.append("deleted outside skyc: " + ", ".join(seen.gone))
+        if seen.missing_nodes:
+            every = len(seen.missing_nodes) == len(record.nodes)
+            parts.append(("every node directory is gone: " if every
+                          else "node directories missing: ") + ", ".join(seen.missing_nodes))
+        return "INIT", "; ".join(parts) + f" ({_fix(record.name, 'recreates them')})"
+    return "UP", ""
+
+
+def observe(record: ClusterRecord) -> Observed:
+    """Ask the engine the cluster was created with to refresh (it reads every resource
+    back; nothing is changed) and look for local nodes' directories."""
+    from skyc.stacks.engines import open_engine, stack_engine
+    from skyc.stacks.workspace import cluster_workspace
+
+    workspace = Path(record.workspace) if record.workspace else cluster_workspace(record.name)
+    missing = tuple(
+        str(n.get("name")) for n in record.nodes
+        if n.get("node_dir") and not Path(str(n["node_dir"])).is_dir()
+    )
+    written_for = stack_engine(workspace)
+    if written_for is None:
+        return Observed(str(workspace), stack=False, missing_nodes=missing)
+    found = open_engine(record.engine or written_for, workspace).refresh()
+    return Observed(str(workspace), stack=True, managed=found.managed,
+                    gone=tuple(found.gone), missing_nodes=missing)
+
+
+def probe(record: ClusterRecord) -> tuple[str, str]:
+    """The cluster's status as its engine and its nodes show it, with a note."""
+    return decide(record, observe(record))
