@@ -135,6 +135,14 @@ def plan_stacks(
     return stacks
 
 
+def _short(value: Any, width: int = 90) -> str:
+    """An input value on one line, cut to ``width`` characters."""
+    import json
+
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 _SIGNS = {"create": "+", "delete": "-", "update": "~", "replace": "-/+", "read": "<="}
 
 
@@ -154,8 +162,14 @@ def print_stacks(stacks: list[dict[str, Any]]) -> None:
         print_line(f"stack {st['cluster']} ({st['engine']}{preview}): {', '.join(parts)}")
         for rc in st["resource_changes"]:
             action = "replace" if rc["actions"] == ["delete", "create"] else rc["actions"][0]
-            if action != "no-op":
-                label = f"{rc['address']} ({rc['type']})" if "inputs" in rc else rc["address"]
-                print_line(f"  {_SIGNS.get(action, action):>3} {label}")
+            if action == "no-op":
+                continue
+            if "inputs" not in rc:
+                print_line(f"  {_SIGNS.get(action, action):>3} {rc['address']}")
+                continue
+            name = rc["address"].rsplit("::", 1)[-1]
+            print_line(f"  {_SIGNS.get(action, action):>3} {name} ({rc['type']})")
+            for key, value in sorted(rc["inputs"].items()):
+                print_line(f"        {key} = {_short(value)}")
         if st["note"]:
             print_line(f"  note: {st['note']}")

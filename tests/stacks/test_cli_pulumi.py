@@ -66,6 +66,9 @@ def test_plan_shows_the_offline_preview(tmp_path: Path) -> None:
     table = _skyc(tmp_path, "plan", "task.yaml", "--engine", "pulumi", cwd=tmp_path)
     assert table.returncode == 0, table.stderr
     assert "stack train (pulumi, offline preview)" in table.stdout
+    assert "+ node_1 (aws:ec2/instance:Instance)" in table.stdout
+    itype = by_name["node_1"]["inputs"]["instanceType"]
+    assert f'instanceType = "{itype}"' in table.stdout
 
 
 def test_a_target_without_pulumi_refuses_it(tmp_path: Path) -> None:
