@@ -36,7 +36,7 @@ from skyc.stacks.model import Stack
 from skyc.task.candidate import ResourceCandidate
 
 # Registered targets; each is the folder skyc/compiler/<name>/.
-TARGETS = ("aws", "kubernetes", "local", "ssh")
+TARGETS = ("aws", "azure", "gcp", "kubernetes", "local", "ssh")
 # The modules every target folder holds.
 TARGET_MODULES = ("lowering", "errors", "outputs", "credentials")
 

@@ -48,12 +48,30 @@ def test_image_by_vendor(size: str, accelerators: dict[str, float] | None, urn: 
 
 def test_sizes_without_a_known_image_ask_for_image_id() -> None:
     with pytest.raises(UnsupportedFeature) as info:
-        choose_image(_p("Standard_NV16as_v4", {"MI25": 1}), _c())
+        choose_image(_p("Basic_A1"), _c())
     assert "image_id" in (info.value.hint or "")
     # ... and take one when it is given.
-    image = choose_image(_p("Standard_NV16as_v4"),
-                         _c("Canonical:ubuntu-24_04-lts:server:latest"))
+    image = choose_image(_p("Basic_A1"), _c("Canonical:ubuntu-24_04-lts:server:latest"))
     assert image.urn == "Canonical:ubuntu-24_04-lts:server:latest"
+
+
+@pytest.mark.parametrize(("size", "urn", "security"), [
+    ("Standard_D4ps_v5", "Canonical:ubuntu-24_04-lts:server-arm64:latest", "Standard"),
+    ("Standard_ND128isr_NDR_GB200_v6", "Canonical:ubuntu-24_04-lts:server-arm64:latest",
+     "Standard"),
+    ("Standard_A2_v2", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest", "Standard"),
+    ("Standard_HB120-32rs_v3", HPC, "Standard"),
+    ("Standard_NCC40ads_H100_v5",
+     "Canonical:0001-com-ubuntu-confidential-vm-jammy:22_04-lts-cvm:latest", "ConfidentialVM"),
+    ("Standard_NV16as_v4", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest",
+     "Standard"),
+    ("Standard_E16-4ads_v5", UBUNTU, "TrustedLaunch"),
+])
+def test_every_family_has_an_image(size: str, urn: str, security: str) -> None:
+    """arm64 sizes boot arm64, Gen1-only Av2 a Gen1 image, HPC sizes the HPC image,
+    confidential sizes a confidential image, the rest a plain Ubuntu."""
+    image = choose_image(_p(size), _c())
+    assert (image.urn, image.security_type) == (urn, security)
 
 
 @pytest.mark.parametrize("urn", [

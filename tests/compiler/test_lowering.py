@@ -166,8 +166,8 @@ def test_targets_refuse_what_they_cannot_do(cloud: str) -> None:
 
 
 def test_unknown_cloud_and_bad_names_are_clear_errors() -> None:
-    with pytest.raises(UnsupportedFeature, match="azure"):
-        _build(Placement(cloud="azure", region="eastus", hourly_cost=1))
+    with pytest.raises(UnsupportedFeature, match="cannot provision on 'lambda'"):
+        _build(Placement(cloud="lambda", region="us-east-1", hourly_cost=1))
     with pytest.raises(ConfigError, match="cluster name"):
         build_stack("../x", _aws(), ResourceCandidate(index=0), config=SkycConfig(),
                     workspace=WS)

@@ -1,6 +1,27 @@
 """Azure: NVIDIA ND/NC/NV and AMD ND MI300X virtual machines (engine: Pulumi azure-native).
 
-The folder holds what the lowering builds on: error classification
-(``errors``), credentials (``credentials``), the ``azure:`` config section
-(``config``) and images and size facts (``images``, ``sizes``).
+One resource group per cluster (see ``lowering``). Azure-native is Pulumi's own
+provider, generated from Azure's REST specifications and not bridged from
+Terraform, so its resources have no azurerm counterpart to emit or check here:
+the target is Pulumi-only, and ``--engine terraform`` is refused.
 """
+
+from __future__ import annotations
+
+from skyc.compiler.base import Capabilities, Target
+
+TARGET = Target(
+    name="azure",
+    engines=("pulumi",),
+    capabilities=Capabilities(
+        cloud="azure",
+        spot=True,
+        multi_node=True,
+        placement_groups=True,
+        open_ports=True,
+        stop_start=True,
+        custom_images=True,
+        needs_providers=True,
+        max_nodes=200,  # an availability set (one InfiniBand fabric) holds at most 200 VMs
+    ),
+)

@@ -24,9 +24,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from skyc.compiler.azure.config import AzureConfig, is_subscription_id
+
+if TYPE_CHECKING:
+    from skyc.config import SkycConfig
 
 Method = Literal["service-principal", "azure-cli"]
 
@@ -99,8 +102,14 @@ def _subscription(config: AzureConfig | None,
     return None, None, None
 
 
-def credentials(config: AzureConfig | None = None, env: Mapping[str, str] | None = None,
-                home: Path | None = None) -> AzureCredentials:
+def credentials(env: Mapping[str, str], home: Path,
+                config: SkycConfig | None = None) -> AzureCredentials:
+    """The login and subscription found (the subscription of ``config.azure`` first)."""
+    return find(config.azure if config is not None else None, env, home)
+
+
+def find(config: AzureConfig | None = None, env: Mapping[str, str] | None = None,
+         home: Path | None = None) -> AzureCredentials:
     """The Azure login and subscription skyc would use, or why there is none."""
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home

@@ -1,0 +1,373 @@
+"""Lowering onto Azure (Pulumi azure-native): one resource group per cluster.
+
+Resources, all in the placement's region: the resource group, a virtual network
+with one subnet, a network security group on the subnet (SSH, the task's
+``ports``, all traffic from inside the virtual network), and per node a Standard
+public IP, a NIC (accelerated networking where the size supports it, see
+``data/azure_sizes.csv``; a static private address, so the stack's outputs name
+it) and the VM.
+
+VMs: the placement's size; the admin user ``azureuser`` with the cluster's SSH
+public key (the ``ssh_public_key`` input, never in the program) and password
+login disabled; an OS disk of ``disk_size`` GiB (Premium SSD for ``disk_tier``
+high/best, Standard SSD for medium, the default, Standard HDD for low); the
+image per accelerator vendor (``images``) or the task's ``image_id``; custom
+data from the node-bootstrap template every cloud uses; the zone when the
+placement names one.
+
+Spot: priority Spot, max price -1 (pay up to the on-demand price, so Azure
+evicts only for capacity) and eviction policy Delete. skyc recovers from an
+eviction by launching the cluster again (failover re-targets the same stack),
+never by restarting a deallocated VM: with Deallocate an evicted VM keeps its
+disk billing and its cores counting against the regional spot quota while it
+waits for capacity that may not come back, and a restart is not a relaunch
+elsewhere. Delete is also what SkyPilot asks for on Azure.
+
+InfiniBand sizes (ND A100 v4, ND H100/H200 v5, ND MI300X v5, HB/HC/HX) in a
+multi-node ``network_tier: best`` cluster join one availability set (aligned,
+one fault domain). Azure shares an InfiniBand fabric only among the VMs of one
+availability set or one scale set; a proximity placement group co-locates VMs
+but does not put them on one fabric. A scale set would replace the per-node VMs
+(and their per-node outputs) with one resource whose instances Azure names, so
+the availability set keeps one VM per node, like every other target. Azure
+refuses spot VMs and zones in an availability set: those combinations are
+refused here, naming the fields.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import re
+from pathlib import Path
+from typing import Any
+
+from skyc.compiler.azure import images, sizes
+from skyc.compiler.base import BuildRequest, node_name
+from skyc.compiler.keys import ensure_key_pair
+from skyc.compiler.templates import render
+from skyc.config import SkycConfig
+from skyc.errors import ConfigError, UnsupportedFeature
+from skyc.optimizer.plan import Placement
+from skyc.stacks.model import Block, Output, Provider, Ref, Resource, Stack, Var, Variable
+from skyc.task.candidate import ResourceCandidate
+
+SSH_USER = "azureuser"
+PROVIDER_VERSION = ">= 3.0, < 4.0"
+VNET_CIDR = "10.0.0.0/16"
+SUBNET_CIDR = "10.0.0.0/20"
+FIRST_HOST = 4  # Azure reserves the first four addresses of every subnet
+MIN_DISK_GIB = 30  # the images' OS disk size
+MAX_DISK_GIB = 4095  # the largest OS disk Azure takes
+
+# OS disk storage per disk tier (Ultra and Premium v2 disks cannot be OS disks).
+DISK_TIERS = {
+    "low": "Standard_LRS",
+    "medium": "StandardSSD_LRS",
+    "high": "Premium_LRS",
+    "ultra": "Premium_LRS",
+    "best": "Premium_LRS",
+}
+DEFAULT_DISK_TIER = "medium"
+
+# NSG rule priorities (100-4096, lower first): SSH, then the task's ports, then
+# the cluster's own traffic.
+SSH_PRIORITY = 100
+PORTS_PRIORITY = 110
+CLUSTER_PRIORITY = 4000
+
+# Resource kinds -> Pulumi azure-native classes (Azure-native is Pulumi's own
+# provider, not bridged from Terraform: the stack has no Terraform types).
+TYPES: dict[str, str] = {
+    "resource_group": "azure_native.resources.ResourceGroup",
+    "virtual_network": "azure_native.network.VirtualNetwork",
+    "subnet": "azure_native.network.Subnet",
+    "security_group": "azure_native.network.NetworkSecurityGroup",
+    "public_ip": "azure_native.network.PublicIPAddress",
+    "nic": "azure_native.network.NetworkInterface",
+    "availability_set": "azure_native.compute.AvailabilitySet",
+    "vm": "azure_native.compute.VirtualMachine",
+}
+
+_REGION = re.compile(r"^[a-z][a-z0-9]*$")
+_ZONE = re.compile(r"^(?:[a-z][a-z0-9]*-)?([1-9])$")
+# Size names: family letters, vCPUs, an optional constrained count, feature letters.
+_SIZE = re.compile(r"^Standard_([A-Z]+)(\d+)(?:-\d+)?([a-z]*)")
+
+RG = Ref(resource="resource_group", attribute="name")
+
+
+def _resource(kind: str, key: str, properties: dict[str, Any], **fields: Any) -> Resource:
+    return Resource(key=key, types={"pulumi": TYPES[kind]}, properties=properties,
+                    provider="azure_native", **fields)
+
+
+def _args(cls: str, **values: Any) -> Block:
+    """A nested block built with the azure-native SDK's typed ``*Args`` class ``cls``."""
+    return Block(values=values, args={"pulumi": f"azure_native.{cls}"})
+
+
+def _sub(ref: Ref, cls: str = "compute.SubResourceArgs") -> Block:
+    return _args(cls, id=ref)
+
+
+def provider(region: str, config: SkycConfig) -> Provider:
+    settings: dict[str, Any] = {"location": region}
+    if config.azure.subscription_id:
+        settings["subscription_id"] = config.azure.subscription_id
+    return Provider(types={"pulumi": "azure_native.Provider"}, settings=settings,
+                    source="pulumi/azure-native", version=PROVIDER_VERSION)
+
+
+def zone_of(placement: Placement) -> str | None:
+    """The placement's availability zone as Azure names it (``1``, ``2``, ``3``)."""
+    if not placement.zone:
+        return None
+    match = _ZONE.match(placement.zone.strip())
+    if not match:
+        raise ConfigError(f"infra: {placement.zone!r} is not an Azure availability zone",
+                          hint="zones are 1, 2 or 3, e.g. infra: azure/eastus2/1")
+    return match.group(1)
+
+
+def premium_storage(size: str) -> bool:
+    """Whether the size takes Premium SSDs: an ``s`` among its feature letters
+    (``D4s_v5``, ``NC4as_T4_v3``) or an S-family name (``DS3_v2``, ``GS4``)."""
+    match = _SIZE.match(size)
+    return bool(match and ("s" in match.group(3) or match.group(1).endswith("S")))
+
+
+def os_disk(placement: Placement, candidate: ResourceCandidate, image: images.Image) -> Block:
+    tier = candidate.disk_tier or DEFAULT_DISK_TIER
+    if tier not in DISK_TIERS:
+        raise ConfigError(f"disk_tier: {tier!r} is not one of {', '.join(DISK_TIERS)}")
+    if not MIN_DISK_GIB <= candidate.disk_size <= MAX_DISK_GIB:
+        raise ConfigError(f"disk_size: {candidate.disk_size} GiB is outside the "
+                          f"{MIN_DISK_GIB}-{MAX_DISK_GIB} GiB an Azure OS disk can be")
+    storage = DISK_TIERS[tier]
+    size = placement.instance_type or ""
+    if storage.startswith("Premium") and not premium_storage(size):
+        raise ConfigError(
+            f"disk_tier: {tier} needs Premium SSD, which {size} does not take",
+            hint="use disk_tier: medium, or a size with an 's' in its name (e.g. D4s_v5)")
+    managed: dict[str, Any] = {"storage_account_type": storage}
+    if image.security_type == "ConfidentialVM":
+        managed["security_profile"] = _args("compute.VMDiskSecurityProfileArgs",
+                                            security_encryption_type="VMGuestStateOnly")
+    return _args("compute.OSDiskArgs", create_option="FromImage", caching="ReadWrite",
+                 delete_option="Delete", disk_size_gb=candidate.disk_size,
+                 managed_disk=_args("compute.ManagedDiskParametersArgs", **managed))
+
+
+def image_reference(image: images.Image) -> Block:
+    if image.kind == "marketplace":
+        return _args("compute.ImageReferenceArgs", publisher=image.publisher,
+                     offer=image.offer, sku=image.sku, version=image.version)
+    rid = image.resource_id or ""
+    if rid.lower().startswith("/communitygalleries/"):
+        return _args("compute.ImageReferenceArgs", community_gallery_image_id=rid)
+    if rid.lower().startswith("/sharedgalleries/"):
+        return _args("compute.ImageReferenceArgs", shared_gallery_image_id=rid)
+    return _args("compute.ImageReferenceArgs", id=rid)
+
+
+def security_profile(image: images.Image) -> Block | None:
+    """Trusted Launch or confidential VM settings; None for Standard (Azure's default)."""
+    if image.security_type in ("TrustedLaunch", "ConfidentialVM"):
+        return _args("compute.SecurityProfileArgs", security_type=image.security_type,
+                     uefi_settings=_args("compute.UefiSettingsArgs",
+                                         secure_boot_enabled=True, v_tpm_enabled=True))
+    return None
+
+
+def port_range(spec: str) -> str:
+    """A task port (``8080``, ``9000-9010``) as an NSG destination port range."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", str(spec))
+    if not match:
+        raise ConfigError(f"ports: {spec!r} is not a port or a range like 9000-9010")
+    low, high = int(match.group(1)), int(match.group(2) or match.group(1))
+    if not 1 <= low <= high <= 65535:
+        raise ConfigError(f"ports: {spec!r} is outside 1-65535")
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _rule(name: str, priority: int, protocol: str, source: str, ports: str) -> Block:
+    return _args("network.SecurityRuleArgs", name=name, priority=priority,
+                 direction="Inbound", access="Allow", protocol=protocol,
+                 source_address_prefix=source, source_port_range="*",
+                 destination_address_prefix="*", destination_port_range=ports)
+
+
+def security_rules(ports: tuple[str, ...]) -> list[Block]:
+    rules = [_rule("ssh", SSH_PRIORITY, "Tcp", "*", "22")]
+    ranges = sorted({port_range(p) for p in ports} - {"22"},
+                    key=lambda r: tuple(int(x) for x in r.split("-")))
+    if len(ranges) > CLUSTER_PRIORITY - PORTS_PRIORITY:
+        raise ConfigError(f"ports: {len(ranges)} port ranges are more than one network "
+                          "security group holds", hint="merge them into ranges")
+    for offset, ports_ in enumerate(ranges):
+        rules.append(_rule(f"tcp-{ports_}", PORTS_PRIORITY + offset, "Tcp", "*", ports_))
+    rules.append(_rule("cluster", CLUSTER_PRIORITY, "*", VNET_CIDR, "*"))
+    return rules
+
+
+def private_ip(rank: int) -> str:
+    return str(ipaddress.ip_network(SUBNET_CIDR)[FIRST_HOST + rank])
+
+
+def uses_availability_set(placement: Placement, candidate: ResourceCandidate) -> bool:
+    return (placement.num_nodes > 1 and candidate.network_tier == "best"
+            and sizes.is_infiniband(placement.instance_type or ""))
+
+
+def _check(placement: Placement, candidate: ResourceCandidate) -> None:
+    if not placement.region:
+        raise ConfigError("azure placement has no region", hint="give infra as azure/<region>")
+    if not _REGION.match(placement.region):
+        raise ConfigError(f"infra: {placement.region!r} is not an Azure region",
+                          hint="Azure regions are names such as eastus2 or westeurope")
+    if not placement.instance_type:
+        raise UnsupportedFeature("azure placement has no instance_type")
+    if uses_availability_set(placement, candidate):
+        if placement.use_spot:
+            raise UnsupportedFeature(
+                "use_spot: Azure spot VMs cannot share an InfiniBand fabric (an availability "
+                "set takes no spot VMs)", hint="set use_spot: false, or network_tier: standard")
+        if placement.zone:
+            raise UnsupportedFeature(
+                "infra: a zone cannot be given with network_tier: best on InfiniBand sizes "
+                "(Azure places an availability set's VMs itself)",
+                hint="give infra as azure/<region>")
+
+
+def _network(stack: Stack, tags: dict[str, str], cluster: str, region: str,
+             ports: tuple[str, ...]) -> None:
+    stack.add(_resource("resource_group", "resource_group", {
+        "resource_group_name": f"skyc-{cluster}", "location": region, "tags": tags}))
+    stack.add(_resource("security_group", "security_group", {
+        "resource_group_name": RG, "network_security_group_name": f"skyc-{cluster}",
+        "location": region, "security_rules": security_rules(ports), "tags": tags}))
+    stack.add(_resource("virtual_network", "virtual_network", {
+        "resource_group_name": RG, "virtual_network_name": f"skyc-{cluster}",
+        "location": region,
+        "address_space": _args("network.AddressSpaceArgs", address_prefixes=[VNET_CIDR]),
+        "tags": tags}, ignore_changes=["subnets"]))
+    stack.add(_resource("subnet", "subnet", {
+        "resource_group_name": RG,
+        "virtual_network_name": Ref(resource="virtual_network", attribute="name"),
+        "subnet_name": "main", "address_prefix": SUBNET_CIDR,
+        "network_security_group": _args("network.NetworkSecurityGroupArgs",
+                                        id=Ref(resource="security_group", attribute="id")),
+    }))
+
+
+def _vm_settings(request: BuildRequest, image: images.Image) -> dict[str, Any]:
+    """The VM arguments every node shares."""
+    placement, candidate = request.placement, request.candidate
+    bootstrap = render("node_bootstrap.sh.j2", cluster=request.cluster, ssh_user=SSH_USER)
+    settings: dict[str, Any] = {
+        "resource_group_name": RG,
+        "location": placement.region,
+        "hardware_profile": _args("compute.HardwareProfileArgs",
+                                  vm_size=placement.instance_type),
+        "storage_profile": _args("compute.StorageProfileArgs",
+                                 image_reference=image_reference(image),
+                                 os_disk=os_disk(placement, candidate, image)),
+        "custom_data": base64.b64encode(bootstrap.encode()).decode(),
+    }
+    profile = security_profile(image)
+    if profile is not None:
+        settings["security_profile"] = profile
+    if placement.use_spot:
+        settings.update(priority="Spot", eviction_policy="Delete",
+                        billing_profile=_args("compute.BillingProfileArgs", max_price=-1))
+    zone = zone_of(placement)
+    if zone:
+        settings["zones"] = [zone]
+    return settings
+
+
+def _os_profile(computer_name: str, custom_data: str) -> Block:
+    key = _args("compute.SshPublicKeyArgs", path=f"/home/{SSH_USER}/.ssh/authorized_keys",
+                key_data=Var(name="ssh_public_key"))
+    linux = _args("compute.LinuxConfigurationArgs", disable_password_authentication=True,
+                  provision_vm_agent=True,
+                  ssh=_args("compute.SshConfigurationArgs", public_keys=[key]))
+    return _args("compute.OSProfileArgs", computer_name=computer_name,
+                 admin_username=SSH_USER, custom_data=custom_data,
+                 linux_configuration=linux)
+
+
+def _nodes(stack: Stack, request: BuildRequest, tags: dict[str, str]) -> None:
+    placement, candidate, cluster = request.placement, request.candidate, request.cluster
+    size = placement.instance_type or ""
+    image = images.choose_image(placement, candidate)
+    shared = _vm_settings(request, image)
+    custom_data = shared.pop("custom_data")
+    if uses_availability_set(placement, candidate):
+        stack.add(_resource("availability_set", "availability_set", {
+            "resource_group_name": RG, "availability_set_name": f"skyc-{cluster}",
+            "location": placement.region, "platform_fault_domain_count": 1,
+            "platform_update_domain_count": 1,
+            "sku": _args("compute.SkuArgs", name="Aligned"), "tags": tags}))
+        shared["availability_set"] = _sub(Ref(resource="availability_set", attribute="id"))
+    for rank in range(placement.num_nodes):
+        name = f"skyc-{cluster}-{node_name(rank)}"
+        node_tags = {**tags, "skyc-node": node_name(rank)}
+        public: dict[str, Any] = {
+            "resource_group_name": RG, "public_ip_address_name": name,
+            "location": placement.region, "public_ip_allocation_method": "Static",
+            "sku": _args("network.PublicIPAddressSkuArgs", name="Standard"),
+            "tags": node_tags}
+        stack.add(_resource("public_ip", f"public_ip_{rank}", public))
+        stack.add(_resource("nic", f"nic_{rank}", {
+            "resource_group_name": RG, "network_interface_name": name,
+            "location": placement.region,
+            "enable_accelerated_networking": sizes.accelerated_networking(size),
+            "ip_configurations": [_args(
+                "network.NetworkInterfaceIPConfigurationArgs", name="primary", primary=True,
+                subnet=_sub(Ref(resource="subnet", attribute="id"), "network.SubnetArgs"),
+                private_ip_allocation_method="Static", private_ip_address=private_ip(rank),
+                public_ip_address=_sub(Ref(resource=f"public_ip_{rank}", attribute="id"),
+                                       "network.PublicIPAddressArgs"),
+            )],
+            "tags": node_tags}))
+        stack.add(_resource("vm", f"node_{rank}", {
+            **shared, "vm_name": name,
+            "os_profile": _os_profile(name, custom_data),
+            "network_profile": _args("compute.NetworkProfileArgs", network_interfaces=[
+                _args("compute.NetworkInterfaceReferenceArgs", primary=True,
+                      delete_option="Delete",
+                      id=Ref(resource=f"nic_{rank}", attribute="id"))]),
+            "tags": node_tags,
+        }))
+
+
+def build(request: BuildRequest) -> Stack:
+    placement, candidate, cluster = request.placement, request.candidate, request.cluster
+    _check(placement, candidate)
+    region = placement.region or ""
+    tags = request.labels
+    stack = Stack(
+        name=cluster, cloud="azure", region=region, labels=tags,
+        providers={"azure_native": provider(region, request.config)},
+        variables={"ssh_public_key": Variable(
+            description="OpenSSH public key of the cluster's admin user (skyc generates it)")},
+        backend=request.config.backend,
+    )
+    _network(stack, tags, cluster, region, candidate.ports)
+    _nodes(stack, request, tags)
+    nodes = range(placement.num_nodes)
+    stack.outputs = {
+        "names": Output(value=[f"skyc-{cluster}-{node_name(i)}" for i in nodes]),
+        "private_ips": Output(value=[private_ip(i) for i in nodes]),
+        "public_ips": Output(
+            value=[Ref(resource=f"public_ip_{i}", attribute="ip_address") for i in nodes]),
+        "ssh_user": Output(value=SSH_USER),
+    }
+    return stack
+
+
+def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
+    """Creates the cluster's key pair in the workspace; its public key is the one input."""
+    return {"ssh_public_key": ensure_key_pair(workspace)}

@@ -1,0 +1,225 @@
+"""The Azure golden programs run under Pulumi's mock runtime, and what they register.
+
+No Azure account or Pulumi CLI exists here: each golden case's generated program
+runs under ``pulumi.runtime.set_mocks`` with the real azure-native SDK classes (so
+a misspelt argument or ``*Args`` key fails), and the recorded resource inputs are
+checked: the size, the image per accelerator vendor, spot priority and eviction,
+NSG rules, zones, tags, SSH-key-only login and the InfiniBand placement.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skyc.compiler import build_stack, choose_engine, nodes_from_outputs
+from skyc.config import SkycConfig
+from skyc.errors import ConfigError, EngineError, UnsupportedFeature
+from skyc.optimizer.plan import Placement
+from skyc.stacks.pulumi_preview import RecordedResource, run_program
+from skyc.stacks.pulumi_python import program
+from skyc.task.candidate import ResourceCandidate
+from tests.compiler.golden import ROOT, compile_case
+
+CASES = ROOT / "azure"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGolden skyc-test"
+VM = "azure-native:compute:VirtualMachine"
+HPC = ("microsoft-dsvm", "ubuntu-hpc", "2204")
+ROCM = ("microsoft-dsvm", "ubuntu-hpc", "2204-rocm")
+UBUNTU = ("Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts-gen2")
+
+
+def _run(case: str, tmp_path: Path) -> list[RecordedResource]:
+    stack = compile_case(CASES / case, tmp_path)
+    return run_program(program(stack), stack=stack.name, config={"ssh_public_key": KEY})
+
+
+def _of(recorded: list[RecordedResource], type_token: str) -> list[dict[str, Any]]:
+    return [r.inputs for r in recorded if r.type == type_token]
+
+
+def _image(vm: dict[str, Any]) -> tuple[str, str, str]:
+    ref = vm["storageProfile"]["imageReference"]
+    return ref["publisher"], ref["offer"], ref["sku"]
+
+
+def _common(recorded: list[RecordedResource], cluster: str, size: str, nodes: int) -> None:
+    vms = _of(recorded, VM)
+    assert len(vms) == nodes
+    for rank, vm in enumerate(vms):
+        assert vm["hardwareProfile"] == {"vmSize": size}
+        linux = vm["osProfile"]["linuxConfiguration"]
+        assert linux["disablePasswordAuthentication"] is True
+        assert "adminPassword" not in vm["osProfile"]
+        assert linux["ssh"]["publicKeys"] == [
+            {"keyData": KEY, "path": "/home/azureuser/.ssh/authorized_keys"}]
+        assert vm["osProfile"]["adminUsername"] == "azureuser"
+        bootstrap = base64.b64decode(vm["osProfile"]["customData"]).decode()
+        assert bootstrap.startswith("#!/bin/bash") and f"cluster {cluster}" in bootstrap
+        assert vm["tags"]["skyc-cluster"] == cluster
+        assert vm["tags"]["skyc-node"] == ("head" if rank == 0 else f"worker{rank}")
+    (group,) = _of(recorded, "azure-native:resources:ResourceGroup")
+    assert group["resourceGroupName"] == f"skyc-{cluster}"
+    for res in recorded:
+        if res.type.startswith("azure-native:") and res.type != "azure-native:network:Subnet":
+            assert res.inputs["tags"]["skyc-cluster"] == cluster, res.type
+    nics = _of(recorded, "azure-native:network:NetworkInterface")
+    assert [n["ipConfigurations"][0]["privateIPAddress"] for n in nics] == [
+        f"10.0.0.{4 + i}" for i in range(nodes)]
+    assert len(_of(recorded, "azure-native:network:PublicIPAddress")) == nodes
+
+
+def _rules(recorded: list[RecordedResource]) -> dict[str, dict[str, Any]]:
+    (nsg,) = _of(recorded, "azure-native:network:NetworkSecurityGroup")
+    return {r["name"]: r for r in nsg["securityRules"]}
+
+
+def test_mi300x_8_boots_rocm_on_premium_ssd(tmp_path: Path) -> None:
+    recorded = _run("mi300x_8", tmp_path)
+    _common(recorded, "mi300x-8", "Standard_ND96isr_MI300X_v5", 1)
+    (vm,) = _of(recorded, VM)
+    assert _image(vm) == ROCM
+    assert "securityProfile" not in vm  # the HPC images are not Trusted Launch images
+    disk = vm["storageProfile"]["osDisk"]
+    assert disk["managedDisk"] == {"storageAccountType": "Premium_LRS"}
+    assert disk["diskSizeGB"] == 1024 and disk["createOption"] == "FromImage"
+    assert "priority" not in vm and "zones" not in vm
+    assert vm["tags"]["team"] == "rocm"
+    (nic,) = _of(recorded, "azure-native:network:NetworkInterface")
+    assert nic["enableAcceleratedNetworking"] is True
+    # one node: no availability set, whatever the size's fabric
+    assert not _of(recorded, "azure-native:compute:AvailabilitySet")
+
+
+@pytest.mark.parametrize(("case", "size", "zones"), [
+    ("a100_80gb_8", "Standard_ND96amsr_A100_v4", None),
+    ("h100_8", "Standard_ND96isr_H100_v5", ["1"]),
+])
+def test_nvidia_nd_sizes_boot_the_hpc_image(tmp_path: Path, case: str, size: str,
+                                             zones: list[str] | None) -> None:
+    recorded = _run(case, tmp_path)
+    _common(recorded, case.replace("_", "-"), size, 1)
+    (vm,) = _of(recorded, VM)
+    assert _image(vm) == HPC
+    assert vm.get("zones") == zones
+
+
+def test_t4_opens_the_task_port_and_uses_standard_ssd(tmp_path: Path) -> None:
+    recorded = _run("t4_1", tmp_path)
+    _common(recorded, "t4-1", "Standard_NC4as_T4_v3", 1)
+    (vm,) = _of(recorded, VM)
+    assert _image(vm) == HPC
+    assert vm["storageProfile"]["osDisk"]["managedDisk"] == {
+        "storageAccountType": "StandardSSD_LRS"}
+    rules = _rules(recorded)
+    assert set(rules) == {"ssh", "tcp-8888", "cluster"}
+    assert rules["tcp-8888"]["destinationPortRange"] == "8888"
+
+
+def test_spot_cpu_is_spot_with_delete_and_no_price_cap(tmp_path: Path) -> None:
+    recorded = _run("cpu_spot", tmp_path)
+    _common(recorded, "cpu-spot", "Standard_D4s_v5", 1)
+    (vm,) = _of(recorded, VM)
+    assert vm["priority"] == "Spot" and vm["evictionPolicy"] == "Delete"
+    assert vm["billingProfile"] == {"maxPrice": -1}
+    assert vm["zones"] == ["2"]
+    assert _image(vm) == UBUNTU
+    assert vm["securityProfile"] == {"securityType": "TrustedLaunch", "uefiSettings": {
+        "secureBootEnabled": True, "vTpmEnabled": True}}
+    assert vm["storageProfile"]["osDisk"]["managedDisk"] == {"storageAccountType": "Standard_LRS"}
+    assert vm["tags"]["owner"] == "ci"
+    (provider,) = [r for r in recorded if r.type == "pulumi:providers:azure-native"]
+    assert provider.inputs["subscriptionId"] == "11111111-2222-3333-4444-555555555555"
+    assert provider.inputs["location"] == "westus2"
+
+
+def test_two_infiniband_nodes_share_one_availability_set(tmp_path: Path) -> None:
+    recorded = _run("ib_2node_ports", tmp_path)
+    _common(recorded, "ib-2node-ports", "Standard_ND96isr_MI300X_v5", 2)
+    (aset,) = _of(recorded, "azure-native:compute:AvailabilitySet")
+    assert aset["sku"] == {"name": "Aligned"} and aset["platformFaultDomainCount"] == 1
+    vms = _of(recorded, VM)
+    assert all(vm["availabilitySet"] == {"id": "availability_set-id"} for vm in vms)
+    assert all(_image(vm) == ROCM and vm["tags"]["project"] == "llm" for vm in vms)
+    rules = _rules(recorded)
+    assert rules["ssh"]["destinationPortRange"] == "22" and rules["ssh"]["protocol"] == "Tcp"
+    assert rules["tcp-29500-29510"]["destinationPortRange"] == "29500-29510"
+    assert rules["cluster"]["sourceAddressPrefix"] == "10.0.0.0/16"
+    assert rules["cluster"]["protocol"] == "*"
+    priorities = [r["priority"] for r in rules.values()]
+    assert len(set(priorities)) == len(priorities)
+    (subnet,) = _of(recorded, "azure-native:network:Subnet")
+    assert subnet["networkSecurityGroup"] == {"id": "security_group-id"}
+
+
+def test_the_program_holds_no_key_and_the_engine_is_pulumi_only(tmp_path: Path) -> None:
+    stack = compile_case(CASES / "ib_2node_ports", tmp_path)
+    text = program(stack)
+    assert "ssh-ed25519" not in text and 'config.require("ssh_public_key")' in text
+    assert stack.engines() == ["pulumi"]
+    assert choose_engine("azure", None, SkycConfig()) == "pulumi"
+    with pytest.raises(UnsupportedFeature, match="engines for azure: pulumi"):
+        choose_engine("azure", "terraform", SkycConfig())
+    with pytest.raises(UnsupportedFeature, match="engines for azure: pulumi"):
+        choose_engine("azure", None, SkycConfig.model_validate({"engine": {"azure": "terraform"}}))
+    # a config-wide terraform default falls back to the target's own engine
+    assert choose_engine("azure", None, SkycConfig(engine="terraform")) == "pulumi"
+
+
+def _build(placement: Placement, **candidate: Any) -> None:
+    build_stack("c", placement, ResourceCandidate(index=0, **candidate), config=SkycConfig(),
+                workspace=Path("/nonexistent/ws"))
+
+
+IB = Placement(cloud="azure", region="eastus2", instance_type="Standard_ND96isr_H100_v5",
+               accelerators={"H100": 8}, num_nodes=2, hourly_cost=196.0)
+
+
+@pytest.mark.parametrize(("placement", "candidate", "error", "match"), [
+    (IB.model_copy(update={"use_spot": True}), {"network_tier": "best"},
+     UnsupportedFeature, "use_spot"),
+    (IB.model_copy(update={"zone": "1"}), {"network_tier": "best"}, UnsupportedFeature, "zone"),
+    (IB.model_copy(update={"zone": "us-east-1a"}), {}, ConfigError, "availability zone"),
+    (IB.model_copy(update={"region": "us-east-1"}), {}, ConfigError, "not an Azure region"),
+    (IB.model_copy(update={"region": None}), {}, ConfigError, "no region"),
+    (IB, {"disk_size": 16}, ConfigError, "disk_size"),
+    (IB, {"disk_tier": "fast"}, ConfigError, "disk_tier"),
+    (IB, {"ports": ("70000",)}, ConfigError, "ports"),
+    (IB.model_copy(update={"instance_type": "Standard_D4_v3", "accelerators": None}),
+     {"disk_tier": "high"}, ConfigError, "Premium SSD"),
+    (IB.model_copy(update={"num_nodes": 201}), {}, UnsupportedFeature, "num_nodes"),
+])
+def test_requests_azure_cannot_take_are_refused_by_field(
+        placement: Placement, candidate: dict[str, Any], error: type[Exception],
+        match: str) -> None:
+    with pytest.raises(error, match=match):
+        _build(placement, **candidate)
+
+
+def test_spot_and_zones_without_the_fabric_are_fine(tmp_path: Path) -> None:
+    spot = IB.model_copy(update={"use_spot": True, "zone": "eastus2-3"})
+    stack = build_stack("c", spot, ResourceCandidate(index=0), config=SkycConfig(),
+                        workspace=tmp_path)
+    vm = stack.resource("node_1").properties
+    assert vm["zones"] == ["3"] and vm["priority"] == "Spot"
+    assert "availability_set" not in vm
+
+
+def test_nodes_from_outputs(tmp_path: Path) -> None:
+    outputs = {"names": ["skyc-c-head", "skyc-c-worker1"],
+               "private_ips": ["10.0.0.4", "10.0.0.5"],
+               "public_ips": ["20.1.2.3", "20.1.2.4"], "ssh_user": "azureuser"}
+    nodes = nodes_from_outputs("azure", "c", outputs, config=SkycConfig(), workspace=tmp_path)
+    assert [(n.name, n.ip, n.host, n.user) for n in nodes] == [
+        ("head", "10.0.0.4", "20.1.2.3", "azureuser"),
+        ("worker1", "10.0.0.5", "20.1.2.4", "azureuser")]
+    assert nodes[0].identity_file == str(tmp_path / "keys" / "id_ed25519")
+    with pytest.raises(EngineError, match="public IP for skyc-c-worker1"):
+        nodes_from_outputs("azure", "c", {**outputs, "public_ips": ["20.1.2.3", None]},
+                           config=SkycConfig(), workspace=tmp_path)
+    with pytest.raises(EngineError, match="lack names"):
+        nodes_from_outputs("azure", "c", {k: v for k, v in outputs.items() if k != "names"},
+                           config=SkycConfig(), workspace=tmp_path)
