@@ -69,6 +69,8 @@ def find_binary() -> str:
 class TerraformEngine:
     """Runs terraform in one stack workspace (the directory holding ``main.tf.json``)."""
 
+    name = NAME
+
     def __init__(
         self,
         workspace: Path,

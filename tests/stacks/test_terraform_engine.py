@@ -105,3 +105,14 @@ def test_apply_timeout_stops_terraform(tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="did not finish within 3 s"):
         engine.apply(diff)
     assert time.monotonic() - started < 40
+
+
+@requires_terraform
+def test_engines_meet_the_protocol(tmp_path: Path) -> None:
+    from skyc.stacks import engine_names, open_engine
+
+    for name in engine_names():
+        engine = open_engine(name, tmp_path)
+        assert engine.name == name and engine.workspace == tmp_path
+        for method in ("init", "prepare", "plan", "apply", "outputs", "refresh", "destroy"):
+            assert callable(getattr(engine, method)), (name, method)
