@@ -1,6 +1,24 @@
-"""The GCP target: GPU VMs (A2/A3/A4/G2 and N1 hosts with attached GPUs) and TPU VMs.
-
-The folder holds the same files as every target: error classification
-(``errors``), credentials (``credentials``), the ``gcp:`` config section
-(``config``) and images (``images``); the lowering is added next to them.
+"""GCP: one VPC network per cluster; GPU and CPU VMs (A2/A3/A4/G2, and N1 hosts with
+attached GPUs) or TPU VMs (single-host slices, or one multi-host slice whose workers
+are the nodes). Pulumi only: no google provider can be run here to check Terraform
+JSON against, so ``--engine terraform`` is refused for gcp, naming ``--engine pulumi``.
 """
+
+from __future__ import annotations
+
+from skyc.compiler.base import Capabilities, Target
+
+TARGET = Target(
+    name="gcp",
+    engines=("pulumi",),
+    capabilities=Capabilities(
+        cloud="gcp",
+        spot=True,
+        multi_node=True,
+        placement_groups=True,   # compact placement policies, where the family has them
+        open_ports=True,
+        stop_start=True,         # VMs; TPU VMs are created and deleted only
+        custom_images=True,
+        max_nodes=512,
+    ),
+)

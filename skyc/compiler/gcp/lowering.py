@@ -1,0 +1,153 @@
+"""Lowering onto GCP: one VPC network per cluster, then GPU/CPU VMs or TPU VMs.
+
+Resources: a VPC network (no automatic subnets), a subnet in the placement's
+region, firewall rules (SSH from anywhere, the task's ``ports`` from anywhere,
+all traffic between the cluster's nodes), then either ``num_nodes`` Compute
+Engine VMs (see :mod:`skyc.compiler.gcp.vm`) or TPU VMs (see
+:mod:`skyc.compiler.gcp.tpu`). Every VM and TPU VM carries the cluster's network
+tag (the firewall rules' target), the labels (the cluster name and the task's
+``labels``, made to fit GCP's label rules: :mod:`skyc.compiler.gcp.names`), the
+node bootstrap as its startup script and the cluster's SSH public key in its
+metadata (``ssh-keys``, from the ``ssh_keys`` input; the private key never
+leaves the workspace). The project is ``gcp.project`` of the config, else an
+input (``project``) skyc fills from the credentials it finds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from skyc.compiler.base import BuildRequest
+from skyc.compiler.gcp import names, tpu, vm
+from skyc.compiler.gcp.images import tpu_accelerator
+from skyc.compiler.gcp.resources import block, resource
+from skyc.compiler.keys import ensure_key_pair
+from skyc.compiler.templates import render
+from skyc.config import SkycConfig
+from skyc.errors import ConfigError, UnsupportedFeature
+from skyc.stacks.model import Output, Provider, Ref, Stack, Var, Variable
+
+SSH_USER = "skyc"  # created from the ssh-keys metadata (and by the bootstrap if missing)
+SUBNET_CIDR = "10.0.0.0/20"
+NETWORK = Ref(resource="network", attribute="id")
+SUBNETWORK = Ref(resource="subnetwork", attribute="id")
+INTERNAL_PROTOCOLS = ("tcp", "udp", "icmp")
+# GCP regions and zones: us-central1 / us-central1-a, northamerica-northeast2-b, ...
+_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+
+
+def provider(region: str, zone: str | None, config: SkycConfig) -> Provider:
+    settings: dict[str, Any] = {
+        "project": config.gcp.project or Var(name="project"), "region": region,
+    }
+    if zone:
+        settings["zone"] = zone
+    return Provider(types={"pulumi": "gcp.Provider"}, settings=settings)
+
+
+def _port_range(spec: str) -> str:
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", str(spec))
+    if not match:
+        raise ConfigError(f"ports: {spec!r} is not a port or a range like 9000-9010")
+    low = int(match.group(1))
+    high = int(match.group(2) or low)
+    if not 1 <= low <= high <= 65535:
+        raise ConfigError(f"ports: {spec!r} is outside 1-65535")
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _firewall(stack: Stack, key: str, name: str, allows: list[tuple[str, list[str]]],
+              sources: list[str], tag: str, description: str) -> None:
+    rules = [block("compute.FirewallAllowArgs", protocol=p, **({"ports": ports} if ports else {}))
+             for p, ports in allows]
+    stack.add(resource("firewall", key, {
+        "name": name, "network": NETWORK, "direction": "INGRESS", "allows": rules,
+        "source_ranges": sources, "target_tags": [tag], "description": description,
+    }))
+
+
+def _network(stack: Stack, cluster: str, region: str, ports: tuple[str, ...], tag: str) -> None:
+    stack.add(resource("network", "network", {
+        "name": names.resource_name(cluster), "auto_create_subnetworks": False,
+        "description": f"skyc cluster {cluster}",
+    }))
+    stack.add(resource("subnetwork", "subnetwork", {
+        "name": names.resource_name(cluster), "network": NETWORK, "region": region,
+        "ip_cidr_range": SUBNET_CIDR,
+    }))
+    _firewall(stack, "firewall_ssh", names.resource_name(cluster, "ssh"), [("tcp", ["22"])],
+              ["0.0.0.0/0"], tag, f"skyc cluster {cluster}: SSH")
+    opened = sorted({_port_range(p) for p in ports}, key=lambda r: int(r.split("-")[0]))
+    if opened:
+        _firewall(stack, "firewall_ports", names.resource_name(cluster, "ports"),
+                  [("tcp", opened)], ["0.0.0.0/0"], tag, f"skyc cluster {cluster}: ports")
+    _firewall(stack, "firewall_internal", names.resource_name(cluster, "internal"),
+              [(p, []) for p in INTERNAL_PROTOCOLS], [SUBNET_CIDR], tag,
+              f"skyc cluster {cluster}: between its nodes")
+
+
+def metadata(cluster: str) -> dict[str, Any]:
+    """Metadata every VM and TPU VM of the cluster carries."""
+    return {
+        "enable-oslogin": "FALSE",  # the ssh-keys below are the way in
+        "ssh-keys": Var(name="ssh_keys"),
+        "startup-script": render("node_bootstrap.sh.j2", cluster=cluster, ssh_user=SSH_USER),
+    }
+
+
+def build(request: BuildRequest) -> Stack:
+    cluster, placement, candidate = request.cluster, request.placement, request.candidate
+    if not placement.region:
+        raise ConfigError("gcp placement has no region", hint="give infra as gcp/<region>")
+    if not _REGION.match(placement.region):
+        raise ConfigError(f"infra: {placement.region!r} is not a GCP region",
+                          hint="GCP regions look like us-central1 or europe-west4")
+    if not placement.zone:
+        raise ConfigError("gcp placement has no zone", hint="give infra as gcp/<region>/<zone>")
+    if not re.fullmatch(rf"{re.escape(placement.region)}-[a-z]", placement.zone):
+        raise ConfigError(f"infra: {placement.zone!r} is not a zone of GCP region "
+                          f"{placement.region}", hint=f"e.g. {placement.region}-a")
+    if not placement.instance_type:
+        raise UnsupportedFeature("gcp placement has no instance_type")
+    config = request.config
+    variables = {"ssh_keys": Variable(
+        description=f"the cluster's SSH public key as GCP metadata takes it: "
+        f"{SSH_USER}:<OpenSSH public key> (skyc generates it)")}
+    if not config.gcp.project:
+        variables["project"] = Variable(description="the GCP project (skyc finds it from the "
+                                        "credentials when gcp.project is not in the config)")
+    stack = Stack(
+        name=cluster, cloud="gcp", region=placement.region, labels=request.labels,
+        providers={"gcp": provider(placement.region, placement.zone, config)},
+        variables=variables, backend=config.backend,
+    )
+    tag = names.resource_name(cluster)
+    _network(stack, cluster, placement.region, candidate.ports, tag)
+    labels = names.labels(request.labels)
+    site = vm.Site(cluster=cluster, zone=placement.zone, network=NETWORK,
+                   subnetwork=SUBNETWORK, tag=tag, labels=labels, metadata=metadata(cluster))
+    if tpu_accelerator(placement):
+        stack.outputs = tpu.add_tpu_vms(stack, site, placement, candidate)
+    else:
+        stack.outputs = vm.add_instances(stack, site, placement, candidate)
+    stack.outputs["ssh_user"] = Output(value=SSH_USER)
+    return stack
+
+
+def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
+    """The cluster's SSH key (created in the workspace) and, if the stack asks, the project."""
+    values: dict[str, Any] = {"ssh_keys": f"{SSH_USER}:{ensure_key_pair(workspace)}"}
+    if "project" in stack.variables:
+        from skyc.compiler.gcp.credentials import PROJECT_HELP, credentials
+        from skyc.config import load_config
+
+        found = credentials(os.environ, Path(os.environ.get("HOME") or Path.home()),
+                            load_config())
+        if found.project is None:
+            raise ConfigError(f"gcp: no project to create cluster {stack.name} in "
+                              f"({found.reason})", hint=PROJECT_HELP)
+        values["project"] = found.project
+    return values

@@ -1,0 +1,133 @@
+"""Compute Engine VMs: ``num_nodes`` instances of the placement's machine type.
+
+- GPUs: A2/A3/A4/G2 machine types carry theirs; an N1 host gets the placement's
+  T4/V100/P100/P4 as ``guest_accelerators``. A VM with GPUs cannot live-migrate,
+  so its host maintenance is ``TERMINATE`` (with automatic restart), as for
+  every family without live migration and every compact placement.
+- Spot: the ``SPOT`` provisioning model (no automatic restart); a preempted node
+  is deleted (``instance_termination_action = DELETE``), so nothing keeps billing
+  and a refresh reports it gone, which is what recovery re-provisions from.
+- Boot disk: the image by accelerator vendor or the task's ``image_id``
+  (:mod:`skyc.compiler.gcp.images`), ``disk_size`` GiB of the type ``disk_tier``
+  asks for where the family takes it (Hyperdisk Balanced where it takes only
+  Hyperdisk: :mod:`skyc.compiler.gcp.machines`).
+- Multi-node clusters get a compact placement policy where the family has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from skyc.compiler.base import node_name
+from skyc.compiler.gcp import images, machines, names
+from skyc.compiler.gcp.resources import block, resource
+from skyc.errors import UnsupportedFeature
+from skyc.optimizer.plan import Placement
+from skyc.stacks.model import Block, Output, Ref, Stack
+from skyc.task.candidate import ResourceCandidate
+
+
+@dataclass(frozen=True)
+class Site:
+    """What every node of the cluster shares: where it is and how it is reached."""
+
+    cluster: str
+    zone: str
+    network: Ref
+    subnetwork: Ref
+    tag: str
+    labels: dict[str, str]
+    metadata: dict[str, Any]
+
+
+def guest_accelerators(placement: Placement) -> list[Block]:
+    """The GPUs attached to an N1 host (none for machine types that carry their own)."""
+    found = []
+    for name, count in sorted((placement.accelerators or {}).items()):
+        if name not in machines.ATTACHED_GPUS:
+            continue
+        if not (placement.instance_type or "").startswith("n1-"):
+            raise UnsupportedFeature(f"accelerators: {name} attaches to N1 machine types only "
+                                     f"(not {placement.instance_type})")
+        found.append(block("compute.InstanceGuestAcceleratorArgs",
+                           type=machines.ATTACHED_GPUS[name], count=int(count)))
+    return found
+
+
+def scheduling(placement: Placement, compact: bool) -> Block:
+    machine = placement.instance_type or ""
+    migrate = (not placement.accelerators and not compact
+               and machines.live_migration(machine))
+    values: dict[str, Any] = {"on_host_maintenance": "MIGRATE" if migrate else "TERMINATE"}
+    if placement.use_spot:
+        values.update(provisioning_model="SPOT", preemptible=True, automatic_restart=False,
+                      instance_termination_action="DELETE")
+    else:
+        values.update(provisioning_model="STANDARD", automatic_restart=True)
+    return block("compute.InstanceSchedulingArgs", **values)
+
+
+def boot_disk(placement: Placement, candidate: ResourceCandidate, labels: dict[str, str]
+              ) -> Block:
+    machine = placement.instance_type or ""
+    disk_type, performance = machines.boot_disk(machine, candidate.disk_tier, candidate.disk_size)
+    params: dict[str, Any] = {
+        "image": images.choose_image(placement, candidate), "size": candidate.disk_size,
+        "type": disk_type, "labels": labels,
+    }
+    if performance is not None:
+        params.update(provisioned_iops=performance[0], provisioned_throughput=performance[1])
+    return block("compute.InstanceBootDiskArgs", auto_delete=True,
+                 initialize_params=block("compute.InstanceBootDiskInitializeParamsArgs", **params))
+
+
+def add_instances(stack: Stack, site: Site, placement: Placement,
+                  candidate: ResourceCandidate) -> dict[str, Output]:
+    """Adds one VM per node (and the placement policy); returns the stack's outputs."""
+    machine = placement.instance_type or ""
+    compact = machines.compact_placement(machine, placement.num_nodes)
+    metadata = dict(site.metadata)
+    if images.image_kind(placement) == "gpu" and candidate.image_id is None:
+        metadata["install-nvidia-driver"] = "True"  # the Deep Learning VM image's driver
+    shared: dict[str, Any] = {
+        "machine_type": machine, "zone": site.zone,
+        "boot_disk": boot_disk(placement, candidate, site.labels),
+        "network_interfaces": [block(
+            "compute.InstanceNetworkInterfaceArgs", network=site.network,
+            subnetwork=site.subnetwork,
+            access_configs=[block("compute.InstanceNetworkInterfaceAccessConfigArgs",
+                                  network_tier="PREMIUM")],
+        )],
+        "scheduling": scheduling(placement, compact),
+        "metadata": metadata, "labels": site.labels, "tags": [site.tag],
+        "allow_stopping_for_update": True,
+    }
+    accelerators = guest_accelerators(placement)
+    if accelerators:
+        shared["guest_accelerators"] = accelerators
+    if compact:
+        stack.add(resource("resource_policy", "placement_policy", {
+            "name": names.resource_name(site.cluster, "placement"),
+            "region": stack.region,
+            "group_placement_policy": block("compute.ResourcePolicyGroupPlacementPolicyArgs",
+                                            collocation="COLLOCATED",
+                                            vm_count=placement.num_nodes),
+        }))
+        # One policy at most: pulumi_gcp takes it as one string, not a list.
+        shared["resource_policies"] = Ref(resource="placement_policy", attribute="id")
+    nodes = range(placement.num_nodes)
+    for rank in nodes:
+        stack.add(resource("instance", f"node_{rank}", {
+            **shared, "name": names.resource_name(site.cluster, node_name(rank)),
+        }, depends_on=["firewall_internal", "firewall_ssh"]))
+    interface = "network_interfaces[0]"
+    return {
+        "instance_names": Output(value=[Ref(resource=f"node_{i}", attribute="name")
+                                        for i in nodes]),
+        "internal_ips": Output(value=[Ref(resource=f"node_{i}",
+                                          attribute=f"{interface}.network_ip") for i in nodes]),
+        "external_ips": Output(value=[
+            Ref(resource=f"node_{i}", attribute=f"{interface}.access_configs[0].nat_ip")
+            for i in nodes]),
+    }
