@@ -22,7 +22,11 @@ from skyc.preflight import (
     check_cluster_reuse,
     check_failover_placement,
     check_placement,
+    check_reshape,
     check_task,
+    end_removed_jobs,
+    plan_reshape,
+    removed_resources,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +65,7 @@ class LaunchOptions:
     lock_timeout: float = 600.0
     failover: FailoverPolicy = field(default_factory=FailoverPolicy)
     anywhere: bool = False   # allow re-provisioning a known cluster outside its region
+    allow_reshape: bool = False  # remove nodes of a cluster even while jobs run there
     engine: str | None = None  # terraform or pulumi; None: the config's, else the target's
     confirm: Callable[[str], bool] | None = None  # asked with the change summary; None = yes
 
@@ -220,9 +225,18 @@ def _provision(
     candidates = task.candidates()
     chosen = plan.tasks[0].placement
     check_placement(task, name, chosen, candidates[chosen.candidate_index], config)
+    reshape = plan_reshape(db.get_cluster(name), chosen)
+    if reshape is not None:  # it removes nodes: say what, refuse while jobs run there
+        check_reshape(reshape, opts.allow_reshape)
+        removed_resources(reshape, chosen, candidates[chosen.candidate_index], config,
+                          opts.engine)
+        for line in reshape.summary().splitlines():
+            reporter.stage("reshape", line)
     if opts.confirm is not None:
         _confirm_changes(name, plan.tasks[0].placement, candidates, config, opts.confirm,
                          opts.engine)
+    if reshape is not None:
+        db.reconcile_jobs(name, end_removed_jobs(reshape))
 
     engine_ran: list[Placement] = []
 

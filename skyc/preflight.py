@@ -11,6 +11,8 @@ and lets failover move to another target.
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +20,9 @@ from skyc.errors import ProvisionError, ProvisionFailure, SkycError, Unsupported
 
 if TYPE_CHECKING:
     from skyc.config import SkycConfig
+    from skyc.nodes import ClusterInfo
     from skyc.optimizer.plan import Placement
+    from skyc.state import ClusterRecord
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
 
@@ -167,3 +171,134 @@ def check_cluster_reuse(
                 "(a cluster name keeps lower-case letters, digits and '-', 40 at most)",
                 hint=f"name another cluster with -c NAME, or reuse this one with -c {cluster}",
             )
+
+
+# -- reshaping an existing cluster ---------------------------------------------
+
+# A placement that differs in one of these replaces every node.
+_MACHINE = ("cloud", "region", "zone", "instance_type", "use_spot")
+_ENDED = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "CANCELLED"})
+
+
+@dataclass
+class Reshape:
+    """What applying another shape to a cluster that is up removes: ``removed`` nodes
+    (replaced ones included), ``resources`` the engine deletes or replaces, and
+    ``busy``: the unfinished jobs on those nodes (job id -> what it is)."""
+
+    cluster: ClusterInfo
+    after: int
+    removed: list[str]
+    busy: dict[int, str] = field(default_factory=dict)
+    resources: list[str] = field(default_factory=list)
+    unknown: str | None = None   # why the jobs on the removed nodes could not be read
+
+    def summary(self) -> str:
+        name = self.cluster.name
+        lines = [f"cluster {name}: {len(self.cluster.nodes)} -> {self.after} node(s); "
+                 f"removes node(s) {', '.join(self.removed)}"]
+        lines += [f"removes {address}" for address in self.resources]
+        lines += [f"stops job {jid} ({what})" for jid, what in sorted(self.busy.items())]
+        return "\n".join(lines)
+
+
+def _cluster_info(cluster: str) -> ClusterInfo | None:
+    from pydantic import ValidationError
+
+    from skyc.nodes import ClusterInfo
+    from skyc.stacks.workspace import cluster_workspace
+
+    try:
+        text = (cluster_workspace(cluster) / "cluster.json").read_text()
+        return ClusterInfo.model_validate_json(text)
+    except (OSError, ValidationError):
+        return None
+
+
+def _busy_on(info: ClusterInfo, removed: list[str]) -> dict[int, str]:
+    from skyc.runtime import queue
+
+    busy = {}
+    for job in queue(info):
+        on = [n for n in removed if job["nodes"].get(n, "PENDING") not in _ENDED]
+        if job["status"] not in _ENDED and on:
+            busy[int(job["job_id"])] = (f"{job['name'] or '-'}, {job['status']} on "
+                                        f"{', '.join(on)}")
+    return busy
+
+
+def plan_reshape(record: ClusterRecord | None, placement: Placement) -> Reshape | None:
+    """The nodes that applying ``placement`` to the cluster of ``record`` removes, and
+    the jobs still running on them (read from the nodes); None when it removes none
+    (or the cluster never came up)."""
+    if record is None or record.launched_at is None:
+        return None
+    info = _cluster_info(record.name)
+    if info is None or not info.nodes:
+        return None
+    doc = placement.model_dump(mode="json")
+    same = all(record.placement.get(k) == doc.get(k) for k in _MACHINE)
+    keep = placement.num_nodes if same else 0
+    removed = [n.name for n in sorted(info.nodes, key=lambda n: n.rank) if n.rank >= keep]
+    if not removed:
+        return None
+    reshape = Reshape(info, placement.num_nodes, removed)
+    try:
+        reshape.busy = _busy_on(info, removed)
+    except SkycError as exc:
+        reshape.unknown = exc.message
+    return reshape
+
+
+def check_reshape(reshape: Reshape, allow: bool) -> None:
+    """Refuse (nothing changed) to remove nodes where jobs still run, or whose jobs
+    cannot be read, unless ``allow`` (``--allow-reshape``)."""
+    name = reshape.cluster.name
+    if allow or (not reshape.busy and reshape.unknown is None):
+        return
+    if reshape.busy:
+        jobs = "; ".join(f"job {j} ({w})" for j, w in sorted(reshape.busy.items()))
+        why = f"jobs still run there: {jobs}"
+        first = min(reshape.busy)
+        hint = (f"wait for them to end, cancel them (`skyc cancel {name} {first}`), or pass "
+                "--allow-reshape to stop them and remove the nodes")
+    else:
+        why = f"their jobs cannot be read ({reshape.unknown})"
+        hint = "pass --allow-reshape to remove the nodes anyway"
+    raise SkycError(
+        f"apply would remove node(s) {', '.join(reshape.removed)} of cluster {name} "
+        f"({len(reshape.cluster.nodes)} -> {reshape.after} nodes), and {why}; nothing "
+        "was changed", hint=hint)
+
+
+def removed_resources(
+    reshape: Reshape, placement: Placement, candidate: ResourceCandidate, config: SkycConfig,
+    engine: str | None = None,
+) -> list[str]:
+    """The resources the engine would delete or replace for ``placement`` (it plans;
+    nothing is changed), also kept in ``reshape.resources``."""
+    from skyc.provision import plan_changes
+
+    diff = plan_changes(reshape.cluster.name, placement, candidate, config=config,
+                        engine=engine)
+    reshape.resources = [f"{c.address} ({c.action})" for c in diff.changes
+                         if c.action in ("delete", "replace")]
+    return reshape.resources
+
+
+def end_removed_jobs(reshape: Reshape) -> dict[int, str]:
+    """Before the nodes go: stop their unfinished jobs on every node (a job does not
+    run on with a node missing), then every process left on the removed nodes.
+    Returns each job's status as the nodes report it afterwards (job id -> status)."""
+    from skyc.runtime import cancel, queue, stop_all_jobs
+
+    for job_id in sorted(reshape.busy):
+        with contextlib.suppress(SkycError):
+            cancel(reshape.cluster, job_id)
+    seen: dict[int, str] = {}
+    with contextlib.suppress(SkycError):
+        seen = {int(j["job_id"]): str(j["status"]) for j in queue(reshape.cluster)}
+    going = [n for n in reshape.cluster.nodes if n.name in reshape.removed]
+    with contextlib.suppress(SkycError):
+        stop_all_jobs(reshape.cluster.model_copy(update={"nodes": going}))
+    return seen

@@ -18,6 +18,11 @@ wait for the nodes, sync the workdir to ~/sky_workdir, run setup (when it
 changed) and run on every node, streaming logs prefixed by node. The exit code
 is the job's. With --down the cluster is destroyed after the job, whatever its
 outcome.
+
+On an existing cluster, a task of another shape (fewer nodes, another instance
+type) removes nodes: apply says which nodes and resources go, and refuses while
+jobs still run on them unless --allow-reshape (which stops those jobs first).
+Job records are kept as they were.
 """
 
 
@@ -33,7 +38,8 @@ def apply_cmd(
     env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option([], "--secret", help="KEY=VAL, or KEY from this environment."),
     down: bool = typer.Option(False, "--down", help="Destroy the cluster after the job."),
-    detach: bool = typer.Option(False, "--detach", help="Return once the job has started."),
+    detach: bool = typer.Option(False, "-d", "--detach",
+                                help="Return once the job has started."),
     setup: bool = typer.Option(False, "--setup", help="Run setup again even if unchanged."),
     retry_until_up: bool = typer.Option(
         False, "--retry-until-up", help="Keep cycling through placements (with backoff)."
@@ -52,6 +58,9 @@ def apply_cmd(
     any_region: bool = typer.Option(
         False, "--any-region", help="Let an existing cluster move out of its region."
     ),
+    allow_reshape: bool = typer.Option(
+        False, "--allow-reshape", help="Remove nodes of an existing cluster even while "
+        "jobs run there (those jobs are stopped first)."),
     engine: str | None = typer.Option(
         None, "--engine", help="terraform or pulumi (default: the config's, else the "
         "target's first)."),
@@ -80,6 +89,7 @@ def apply_cmd(
     opts = LaunchOptions(
         cluster=cluster, infra=infra, catalog_dir=catalog, target=optimize, down=down,
         detach=detach, rerun_setup=setup, lock_timeout=lock_timeout, anywhere=any_region,
+        allow_reshape=allow_reshape,
         failover=FailoverPolicy(
             max_attempts=max_attempts, timeout_s=timeout, retry_until_up=retry_until_up
         ),
@@ -112,3 +122,5 @@ def _confirm(summary: str) -> bool:
 
 def register(app: typer.Typer) -> None:
     app.command("apply", help=_APPLY_HELP)(apply_cmd)
+    app.command("launch", help="SkyPilot's name for apply (the same command).\n\n"
+                + _APPLY_HELP)(apply_cmd)

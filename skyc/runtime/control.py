@@ -76,8 +76,7 @@ async def _queue(cluster: ClusterInfo, log_dir: Path | None) -> list[dict[str, A
             jobs.append({"job_id": jid, "name": head_job["name"],
                          "submitted": head_job["submitted"], "status": status,
                          "nodes": per_node})
-    write_job_table(cluster_log_root(cluster.name, log_dir), jobs)
-    return jobs
+    return write_job_table(cluster_log_root(cluster.name, log_dir), jobs)
 
 
 def queue(cluster: ClusterInfo, *, log_dir: Path | None = None) -> list[dict[str, Any]]:

@@ -177,12 +177,32 @@ def read_job_table(root: Path) -> list[dict[str, Any]]:
     return jobs if isinstance(jobs, list) else []
 
 
-def write_job_table(root: Path, jobs: list[dict[str, Any]]) -> None:
-    """The local copy of the cluster's job table (entries merged by job id)."""
+# A job recorded with one of these has ended: its entry is history and keeps them.
+_FINAL = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "CANCELLED"})
+
+
+def _merged(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` over ``old``, except that an ended job keeps its status and the status
+    of each node it ended on (a node removed since, or a peer's later view, changes
+    nothing)."""
+    if old is None or old.get("status") not in _FINAL:
+        return new
+    nodes = {**(new.get("nodes") or {}), **(old.get("nodes") or {})}
+    return {**new, "status": old["status"], "nodes": nodes}
+
+
+def write_job_table(root: Path, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The local copy of the cluster's job table (entries merged by job id; an ended
+    job's entry keeps its outcome). Returns ``jobs`` as they were recorded."""
     with _locked(root):
         merged = {int(j["job_id"]): j for j in read_job_table(root)}
-        merged.update({int(j["job_id"]): j for j in jobs})
+        recorded = []
+        for job in jobs:
+            entry = _merged(merged.get(int(job["job_id"])), job)
+            merged[int(job["job_id"])] = entry
+            recorded.append(entry)
         _write(root, list(merged.values()))
+    return recorded
 
 
 def update_job_table(root: Path, entry: dict[str, Any]) -> None:

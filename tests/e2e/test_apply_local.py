@@ -209,3 +209,60 @@ run: |
     skyc.ok("destroy", "daemons", "--yes")
     assert not any(pid_alive(p) for p in pids), "a setsid daemon outlived destroy"
     assert set(marked_processes()) <= before, "job processes outlived destroy"
+
+
+def test_reshape_shows_what_it_removes_refuses_while_jobs_run_there_and_keeps_history(
+        skyc: Skyc, tmp_path: Path) -> None:
+    import json
+
+    skyc.write("two.yaml", f"""\
+name: rs
+num_nodes: 2
+resources:
+  infra: local
+run: |
+  if [ "$SKYPILOT_NODE_RANK" = 1 ]; then
+    if [ -n "$LONG" ]; then echo $$ > {tmp_path}/worker.pid; sleep 300; fi
+    exit 3
+  fi
+  sleep 300
+""")
+    skyc.write("one.yaml", "name: other\nresources:\n  infra: local\nrun: echo one-node\n")
+    assert skyc("apply", "two.yaml", "--yes").returncode == 3  # job 1: worker1 fails
+    skyc.ok("exec", "rs", "two.yaml", "--env", "LONG=1", "--detach")  # job 2 runs on
+    pid_file = tmp_path / "worker.pid"
+    assert wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=20)
+    worker_pid = int(pid_file.read_text())
+
+    refused = skyc("apply", "-c", "rs", "one.yaml", "--yes")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, str(refused)
+    err = " ".join(refused.stderr.split())
+    assert ("apply would remove node(s) worker1 of cluster rs (2 -> 1 nodes), and jobs "
+            "still run there: job 2 (rs, RUNNING on worker1); nothing was changed") in err, err
+    assert "--allow-reshape" in err and "skyc cancel rs 2" in err, err
+    assert pid_alive(worker_pid)
+    [row] = json.loads(skyc.ok("status", "rs", "--format", "json").stdout)
+    assert len(row["nodes"]) == 2 and row["status"] == "UP"
+
+    done = skyc.ok("apply", "-c", "rs", "one.yaml", "--yes", "--allow-reshape")
+    err = " ".join(done.stderr.split())
+    assert "reshape cluster rs: 2 -> 1 node(s); removes node(s) worker1" in err, err
+    assert "reshape removes terraform_data.node_1 (delete)" in err, err
+    assert "reshape stops job 2 (rs, RUNNING on worker1)" in err, err
+    assert err.index("reshape") < err.index("provision local"), err
+    assert f"{HEAD} one-node" in done.stdout
+    assert wait_until(lambda: not pid_alive(worker_pid), timeout=10), "the job outlived its node"
+
+    # History: job 1 stays FAILED (worker1's code 3), job 2 ended CANCELLED, job 3 ran.
+    queue = skyc.ok("queue", "rs").stdout
+    rows = {line.split()[0]: line for line in queue.splitlines()[1:] if line.strip()}
+    assert "FAILED" in rows["1"] and "worker1: FAILED" in rows["1"], queue
+    assert "CANCELLED" in rows["2"] and "SUCCEEDED" in rows["3"], queue
+    assert (skyc.home / "logs" / "rs" / "1" / "worker1.log").exists()  # its stored log
+    from skyc.state import StateDB
+
+    with StateDB(skyc.home / "state.db") as db:
+        jobs = {j.job_id: j for j in db.list_jobs("rs")}
+    assert (jobs[1].status, jobs[1].exit_codes) == ("FAILED", {"head": 143, "worker1": 3})
+    assert (jobs[2].status, jobs[3].status) == ("CANCELLED", "SUCCEEDED")
+    skyc.ok("destroy", "rs", "--yes")
