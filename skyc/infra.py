@@ -5,8 +5,8 @@ whose credentials are present (cheap local checks only, nothing is called),
 plus ``local``, plus every SSH pool in the config. ``resources.infra`` in the
 task and ``--infra`` on the command line restrict further; an infra named
 explicitly there is considered even without credentials (planning is offline).
-Kubernetes is enabled by a kubeconfig but has no price catalog, so it offers
-nothing to plan with.
+Kubernetes is enabled by a kubeconfig; it has no price catalog: its contexts
+offer what their last read nodes (or the config's pools) hold.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class InfraStatus:
     name: str          # aws, gcp, azure, kubernetes, local, ssh/<pool>
     enabled: bool
     reason: str
+    details: tuple[str, ...] = ()  # one line per part (a Kubernetes context's offers)
 
 
 def normalize(name: str) -> str:
@@ -91,9 +92,12 @@ def check_infra(config: SkycConfig, env: Mapping[str, str] | None = None,
         else:
             on = cred is not None
             why = cred if cred else "no credentials found"
-        if cloud == "kubernetes" and on:
-            why += " (no price catalog: nothing to plan with)"
-        out.append(InfraStatus(cloud, on, why))
+        details: tuple[str, ...] = ()
+        if cloud == "kubernetes" and on:  # what each context offers (last read or config)
+            from skyc.compiler.kubernetes.offers import describe
+
+            details = tuple(describe(config, env, home))
+        out.append(InfraStatus(cloud, on, why, details))
     if listed is None:
         out.append(InfraStatus("local", True, "always available"))
     else:
@@ -155,6 +159,10 @@ def catalog_for(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | N
     names = enabled_infra(config, explicit_infra(tasks, infra))
     pools = {p: config.ssh_pools[p] for p in config.ssh_pools if f"ssh/{p}" in names}
     fixed = (local_offers() if "local" in names else []) + ssh_offers(pools)
+    if "kubernetes" in names:  # no price catalog: its contexts' last reads and config pools
+        from skyc.compiler.kubernetes.offers import offers_for
+
+        fixed += offers_for(config)
     return load_catalog(catalog_dir, clouds=None if every_cloud else names, fixed=fixed)
 
 

@@ -32,6 +32,8 @@ class Offer:
     elastic: bool = True
     general_purpose: bool = False
     max_nodes: int | None = None
+    # The config prefers this offer over cheaper ones (a team's own cluster).
+    preferred: bool = False
 
     @property
     def infra(self) -> str:

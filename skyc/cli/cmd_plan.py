@@ -243,14 +243,33 @@ def show_gpus(
                   + ("one row per region" if all_regions else "regions: how many offer it"))
 
 
-def check() -> None:
-    """Which infra skyc plans with, and why."""
+def check(
+    refresh: bool = typer.Option(
+        False, "--refresh",
+        help="Read every kubeconfig context's nodes now (needs access) and cache them for "
+             "offline planning."),
+) -> None:
+    """Which infra skyc plans with, and why; what each Kubernetes context offers."""
+    from rich.markup import escape
+
+    from skyc.cli.output import safe
     from skyc.config import load_config
     from skyc.infra import check_infra
 
-    for st in check_infra(load_config()):
+    config = load_config()
+    if refresh:
+        from skyc.compiler.kubernetes.credentials import credentials
+        from skyc.compiler.kubernetes.discovery import refresh_contexts
+
+        names = [c.name for c in credentials().contexts]
+        for name, problem in refresh_contexts(names):
+            line = f"kubernetes/{name}: " + (problem or "nodes read")
+            console.print(escape(safe(line)), soft_wrap=True)
+    for st in check_infra(config):
         mark = "[green]enabled[/]" if st.enabled else "[dim]disabled[/]"
         console.print(f"{st.name:<12} {mark}  {st.reason}", soft_wrap=True)
+        for line in st.details:
+            console.print(f"  {escape(safe(line))}", soft_wrap=True)
 
 
 catalog_app = typer.Typer(help="Price catalogs.", no_args_is_help=True)

@@ -1,9 +1,10 @@
 """A Choice: one offer for one task candidate, with its cost, time and ranking key.
 
 Ranking key (lower is better; ties break deterministically in this order):
-``(preference, objective, other objective, cloud, region, zone, instance type,
-candidate index)``; the objective is the hourly cost for ``--optimize cost`` and
-the estimated hours for ``--optimize time``.
+``(preference, not preferred offer, objective, other objective, cloud, region, zone,
+instance type, candidate index)``; the objective is the hourly cost for ``--optimize
+cost`` and the estimated hours for ``--optimize time``. An offer the config marks
+``preferred`` (a team's own cluster) wins over cheaper or faster ones.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ class Choice:
     def objective(self, target: Target) -> float:
         return self.hourly_cost if target == "cost" else self.hours
 
-    def key(self, target: Target) -> tuple[int, float, float, str, str, str, str, int]:
+    def key(self, target: Target) -> tuple[int, bool, float, float, str, str, str, str, int]:
         other = self.hours if target == "cost" else self.hourly_cost
         o = self.offer
-        return (self.preference, round(self.objective(target), 9), round(other, 9), o.cloud,
-                o.region, o.zone or "", o.instance_type or "", self.candidate_index)
+        return (self.preference, not o.preferred, round(self.objective(target), 9),
+                round(other, 9), o.cloud, o.region, o.zone or "", o.instance_type or "",
+                self.candidate_index)
 
     @property
     def location(self) -> tuple[str, str]:

@@ -54,8 +54,9 @@ def reason(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike,
         return f"the task asks for {cand.infra.cloud} but --infra restricts to {infra[0]}"
     if where[0] is not None and where[0] not in catalog.clouds:
         if where[0] == "kubernetes":
-            return ("kubernetes has no price catalog in skyc, so it has no offers to plan "
-                    "with; give a cloud, local or an ssh pool instead")
+            return ("no Kubernetes context offers anything yet: read the clusters with "
+                    "`skyc check --refresh`, or describe their GPU pools in the config "
+                    "(kubernetes.contexts.<context>.pools)")
         return f"'{where[0]}' is not enabled or has no catalog (have: {', '.join(catalog.clouds)})"
     try:
         q = build_query(cand, catalog, where)

@@ -332,3 +332,84 @@ def test_plan_from_the_last_read(tmp_path: Path) -> None:
                                                                        "count": 8}}]})
     with pytest.raises(InfeasibleError):
         optimize([three], cat)  # two H100 nodes in the context
+
+
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str) -> dict[str, str]:
+    """A user home with a kubeconfig of two contexts, and a SKYC_HOME with ``config``."""
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text(
+        "current-context: gke\ncontexts:\n- name: gke\n  context: {cluster: c}\n"
+        "- name: lab\n  context: {cluster: c}\n"
+        "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:9'}\n")
+    home = tmp_path / "skyc"
+    home.mkdir()
+    (home / "config.yaml").write_text(config)
+    monkeypatch.setenv("SKYC_HOME", str(home))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    discovery.write_cache("gke", _nodes("gke"), home=home)
+    return {"HOME": str(tmp_path)}
+
+
+LAB = ("kubernetes:\n  contexts:\n    lab:\n      pools:\n"
+       "        - {accelerator: A100, count_per_node: 8, nodes: 2, price_per_gpu_hour: 9}\n")
+
+
+def test_infra_k8s_plans_with_the_contexts_offers(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from skyc.infra import catalog_for
+
+    _home(tmp_path, monkeypatch, LAB)
+    config = load_config()
+    for infra in ("k8s", "kubernetes", "k8s/lab"):
+        task = make_task({"num_nodes": 2, "candidates": [
+            {"accelerator": {"name": "A100", "count": 8}}]})
+        cat = catalog_for(config, [task], infra=infra)
+        p = optimize([task], cat, infra=infra).tasks[0].placement
+        assert (p.infra, p.num_nodes, p.hourly_cost) == ("kubernetes/lab", 2, 144.0)
+    tpu = make_task({"candidates": [{"accelerator": {"name": "tpu-v5e-16", "count": 1},
+                                     "infra": {"cloud": "kubernetes", "region": "gke"}}]})
+    p = optimize([tpu], catalog_for(config, [tpu])).tasks[0].placement
+    assert p.infra == "kubernetes/gke"
+
+
+def test_prefer_makes_a_task_without_infra_choose_the_cluster(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lab's chargeback ($72/h for A100:8) is dearer than AWS; prefer: true still
+    picks it, and without prefer cost decides."""
+    from skyc.infra import catalog_for
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    _home(tmp_path, monkeypatch, LAB)
+    task = make_task({"candidates": [{"accelerator": {"name": "A100", "count": 8}}]})
+    cheapest = optimize([task], catalog_for(load_config(), [task])).tasks[0].placement
+    assert cheapest.cloud == "aws" and cheapest.hourly_cost < 72
+    (tmp_path / "skyc" / "config.yaml").write_text(LAB + "  prefer: true\n")
+    preferred = optimize([task], catalog_for(load_config(), [task])).tasks[0].placement
+    assert (preferred.infra, preferred.hourly_cost) == ("kubernetes/lab", 72.0)
+    h100 = make_task({"candidates": [{"accelerator": {"name": "H100", "count": 8},
+                                      "infra": {"cloud": "aws"}}]})
+    assert optimize([h100], catalog_for(load_config(), [h100])).tasks[0].placement.cloud \
+        == "aws"  # a task that names its infra is not moved
+
+
+def test_check_says_what_each_context_offers(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from skyc.cli import app
+    from skyc.infra import check_infra
+
+    env = _home(tmp_path, monkeypatch, LAB + "    never:\n      namespace: x\n")
+    status = {s.name: s for s in check_infra(load_config(), env=env, home=tmp_path)}
+    kube = status["kubernetes"]
+    assert kube.enabled and "nothing to plan" not in kube.reason
+    lines = {line.split(":", 1)[0]: line for line in kube.details}
+    assert "H100:8 x2" in lines["kubernetes/gke"] and "read " in lines["kubernetes/gke"]
+    assert "A100:8 x2 $72/h (from the config's pools)" in lines["kubernetes/lab"]
+    assert "nothing usable" in lines["kubernetes/never"]
+    result = CliRunner().invoke(app, ["check"], env={"HOME": str(tmp_path),
+                                                     "SKYC_HOME": str(tmp_path / "skyc")})
+    assert result.exit_code == 0, result.output
+    assert "kubernetes/gke: H100:8 x2" in result.output

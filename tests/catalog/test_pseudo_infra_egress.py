@@ -59,13 +59,13 @@ def test_infra_from_credentials(tmp_path: Path) -> None:
     (tmp_path / ".aws").mkdir()
     (tmp_path / ".aws" / "credentials").write_text("[default]\n")
     (tmp_path / ".kube").mkdir()
-    (tmp_path / ".kube" / "config").write_text("{}")
+    (tmp_path / ".kube" / "config").write_text("contexts:\n- name: lab\n  context: {}\n")
     env = {"GOOGLE_APPLICATION_CREDENTIALS": "/x.json"}
     st = {s.name: s for s in check_infra(cfg, env=env, home=tmp_path)}
     assert st["aws"].enabled and "~/.aws/credentials" in st["aws"].reason
     assert st["gcp"].enabled and "GOOGLE_APPLICATION_CREDENTIALS" in st["gcp"].reason
     assert not st["azure"].enabled
-    assert st["kubernetes"].enabled and "no price catalog" in st["kubernetes"].reason
+    assert st["kubernetes"].enabled and "1 context in ~/.kube/config" in st["kubernetes"].reason
     assert enabled_infra(cfg, ["azure/eastus"], env={}, home=tmp_path) >= {"azure", "local"}
 
 

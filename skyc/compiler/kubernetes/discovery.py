@@ -156,3 +156,16 @@ def refresh(context: str | None = None, *, kubeconfig: str | Path | None = None,
     """Read a context's nodes and cache them; (context, cache file)."""
     name, data = read_nodes(context, kubeconfig=kubeconfig, timeout=timeout)
     return name, write_cache(name, data, home=home)
+
+
+def refresh_contexts(contexts: list[str], *, home: Path | None = None,
+                     timeout: float = DEFAULT_TIMEOUT) -> list[tuple[str, str | None]]:
+    """Read and cache each context; (context, None) or (context, why it failed)."""
+    out: list[tuple[str, str | None]] = []
+    for context in contexts:
+        try:
+            refresh(context, home=home, timeout=timeout)
+            out.append((context, None))
+        except CatalogError as exc:
+            out.append((context, exc.message + (f" ({exc.hint})" if exc.hint else "")))
+    return out

@@ -7,6 +7,8 @@ is one, else from the pools the config describes. Region = context name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from skyc.catalog.offer import Offer
@@ -83,7 +85,44 @@ def known_contexts(kube: KubernetesConfig, home: Path | None = None) -> list[str
 
 def offers_for(config: SkycConfig, context: str | None = None, *, home: Path | None = None
                ) -> list[Offer]:
-    """Every offer of one context, or of every known context, for the optimizer."""
+    """Every offer of one context, or of every known context, for the optimizer;
+    ``kubernetes.prefer`` marks them preferred (they win over cheaper cloud offers)."""
     kube = config.kubernetes
     names = [context] if context else known_contexts(kube, home)
-    return [o for name in names for o in context_offers(kube, name, home).offers]
+    offers = [o for name in names for o in context_offers(kube, name, home).offers]
+    return [replace(o, preferred=True) for o in offers] if kube.prefer else offers
+
+
+def _summary(offers: list[Offer]) -> str:
+    parts = []
+    for o in sorted(offers, key=lambda o: (o.accelerator is None, o.accelerator or "",
+                                           o.accelerator_count)):
+        what = f"{o.accelerator}:{o.accelerator_count:g}" if o.accelerator else "CPU"
+        spot = " spot" if o.spot_price is not None else ""
+        price = o.hourly(o.spot_price is not None)
+        cost = f" ${price:g}/h" if price else ""
+        parts.append(f"{what} x{o.max_nodes}{spot}{cost}")
+    return ", ".join(parts) or "nothing usable"
+
+
+def describe(config: SkycConfig, env: Mapping[str, str], home: Path,
+             cache_home: Path | None = None) -> list[str]:
+    """One line per context (the kubeconfig's and the known ones): what it offers and
+    where that came from, for ``skyc check``."""
+    from skyc.compiler.kubernetes.credentials import credentials
+
+    kube = config.kubernetes
+    listed = {c.name for c in credentials(env, home).contexts}
+    lines = []
+    for name in sorted(listed | set(known_contexts(kube, cache_home))):
+        found = context_offers(kube, name, cache_home)
+        if found.source == "cluster":
+            origin = f"read {found.read_at}"
+        elif name in kube.contexts:
+            origin = "from the config's pools"
+        else:
+            lines.append(f"kubernetes/{name}: never read (skyc check --refresh reads it)")
+            continue
+        skipped = f"; {len(found.notes)} left out: see the notes of the read" if found.notes else ""
+        lines.append(f"kubernetes/{name}: {_summary(found.offers)} ({origin}{skipped})")
+    return lines
