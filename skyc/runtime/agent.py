@@ -203,6 +203,7 @@ def _spawn_supervisor(job_id: int, phase: str, spec: dict[str, Any]) -> None:
     try:
         env = dict(os.environ)
         env.update(spec.get("env") or {})
+        env.update(rocm_env(env))
         env[MARK_VAR] = job_mark(job_id)
         cwd = os.path.expanduser(spec.get("cwd") or "~")
         if not os.path.isdir(cwd):
@@ -418,25 +419,74 @@ def detect_nvidia() -> dict[str, Any] | None:
             "name": canonical_gpu_name(gpus[0]["name"], gpus[0]["memory_mib"])}
 
 
-def detect_amd() -> dict[str, Any] | None:
+def parse_amd_smi(out: str) -> list[dict[str, Any]]:
+    """GPUs from ``amd-smi static --asic --vram``: one ``GPU: <n>`` block each, with
+    ``MARKET_NAME`` (``Market Name`` in older releases) and the VRAM ``SIZE`` in MB."""
+    gpus: list[dict[str, Any]] = []
+    for block in re.split(r"^GPU:\s*\d+\s*$", out, flags=re.M)[1:]:
+        name = re.search(r"^\s*(?:MARKET_NAME|Market Name):\s*(.+?)\s*$", block, re.M)
+        vram = block.partition("VRAM:")[2]
+        size = re.search(r"^\s*SIZE:\s*(\d+)\s*MB", vram, re.M)
+        if name:
+            gpus.append({"name": name.group(1),
+                         "memory_mib": int(size.group(1)) if size else None})
+    return gpus
+
+
+def parse_rocm_smi(out: str, meminfo: str | None) -> list[dict[str, Any]]:
+    """GPUs from ``rocm-smi`` (the concise table: the name is on the line under each
+    device's row) and ``rocm-smi --showmeminfo vram`` (bytes per device)."""
     names: list[str] = []
-    out = _tool(["amd-smi", "static", "--asic"])
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^\d+\s+\[0x", line) and i + 1 < len(lines):
+            names.append(lines[i + 1].strip())
+    total: dict[int, int] = {}
+    for m in re.finditer(r"^GPU\[(\d+)\]\s*:\s*VRAM Total Memory \(B\):\s*(\d+)", meminfo or "",
+                         re.M):
+        total[int(m.group(1))] = int(m.group(2)) // (1024 * 1024)
+    return [{"name": n, "memory_mib": total.get(i)} for i, n in enumerate(names)]
+
+
+def detect_amd() -> dict[str, Any] | None:
+    gpus: list[dict[str, Any]] = []
+    out = _tool(["amd-smi", "static", "--asic", "--vram"])
     if out:
-        names = [m.group(1).strip() for m in re.finditer(r"MARKET_NAME:\s*(.+)", out)]
-    if not names:
+        gpus = parse_amd_smi(out)
+    if not gpus:
         out = _tool(["rocm-smi"])
         if out:
-            lines = out.splitlines()
-            for i, line in enumerate(lines):
-                if re.match(r"^\d+\s+\[0x", line) and i + 1 < len(lines):
-                    names.append(lines[i + 1].strip())
-    if names:
-        return {"vendor": "amd", "count": len(names),
-                "gpus": [{"name": n, "memory_mib": None} for n in names],
-                "name": canonical_gpu_name(names[0], None)}
+            gpus = parse_rocm_smi(out, _tool(["rocm-smi", "--showmeminfo", "vram"]))
+    if gpus:
+        return {"vendor": "amd", "count": len(gpus), "gpus": gpus,
+                "name": canonical_gpu_name(gpus[0]["name"], gpus[0]["memory_mib"])}
     if os.path.exists("/dev/kfd"):
         return {"vendor": "amd", "count": None, "gpus": [], "name": None}
     return None
+
+
+ROCM_VISIBILITY = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+def rocm_env(env: dict[str, str]) -> dict[str, str]:
+    """On an AMD node, the ROCm variables that choose a job's GPUs (what
+    ``CUDA_VISIBLE_DEVICES`` does for NVIDIA): the first SKYPILOT_NUM_GPUS_PER_NODE
+    devices (rounded up), or all of them when the task asks for none. A variable the
+    job or the node already sets is kept, and then none is added."""
+    if any(v in env for v in (*ROCM_VISIBILITY, "CUDA_VISIBLE_DEVICES")):
+        return {}
+    found = detect_amd()
+    if not found or not found["count"]:
+        return {}
+    count = int(found["count"])
+    try:
+        wanted = float(env.get("SKYPILOT_NUM_GPUS_PER_NODE") or 0)
+    except ValueError:
+        wanted = 0
+    if wanted > 0:
+        count = min(count, int(wanted) + (wanted % 1 > 0))
+    devices = ",".join(str(i) for i in range(count))
+    return {name: devices for name in ROCM_VISIBILITY}
 
 
 def detect_tpu() -> dict[str, Any] | None:
