@@ -171,10 +171,14 @@ def controller_cmd(
     """Supervise one managed job to its end (started by `skyc jobs launch`; run it again
     to resume a job whose controller died). Secrets come as JSON on stdin."""
     from skyc.jobs import supervise
-    from skyc.jobs.submit import read_secrets
+    from skyc.jobs.controller import managed_log_dir
+    from skyc.jobs.submit import CONTROLLER_LOG, read_secrets
 
     secrets = read_secrets("" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read())
-    status = supervise(job_id, secrets, sys.stdout)
+    log_dir = managed_log_dir(job_id)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with (log_dir / CONTROLLER_LOG).open("a", encoding="utf-8") as log:
+        status = supervise(job_id, secrets, log)
     if status != "SUCCEEDED":
         raise typer.Exit(1)
 

@@ -350,8 +350,9 @@ class Controller:
         teardown_cluster(cluster, self.reporter)
 
 
-def _infra(info: ClusterInfo) -> str:
-    return "/".join(p for p in (info.cloud, info.region, info.zone) if p)
+def _infra(info: ClusterInfo, *, zone: bool = True) -> str:
+    parts = (info.region, info.zone) if zone else (info.region,)
+    return "/".join([info.cloud, *(p for p in parts if p and p != info.cloud)])
 
 
 def _next_scope(info: ClusterInfo, strategy: str) -> tuple[list[Blocked], str | None]:
@@ -359,7 +360,7 @@ def _next_scope(info: ClusterInfo, strategy: str) -> tuple[list[Blocked], str | 
     from skyc.optimizer.blocked import Blocked
 
     if strategy == "FAILOVER":
-        return [], "/".join(p for p in (info.cloud, info.region) if p)
+        return [], _infra(info, zone=False)
     return [Blocked(cloud=info.cloud, region=info.region)], None
 
 

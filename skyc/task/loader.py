@@ -212,7 +212,6 @@ def _null_values(
 _NOT_HONOURED = {
     "autostop": "skyc does not stop idle clusters yet; 'autostop' is ignored "
                 "(run `skyc destroy` when done, or apply with --down)",
-    "job_recovery": "skyc does not recover managed jobs yet; 'job_recovery' is ignored",
 }
 
 
