@@ -149,14 +149,75 @@ def explicit_infra(tasks: Iterable[Any], cli_infra: str | None = None) -> list[s
     return names
 
 
+@dataclass(frozen=True)
+class PlanScope:
+    """What a plan covers, and what it left out.
+
+    ``names``: the infra planned over (priced clouds, ``local``, ``ssh/<pool>``).
+    ``plan_only``: priced clouds planned over although not enabled, because no
+    priced cloud was (planning is offline; applying there needs credentials).
+    ``skipped``: priced clouds with offers that skyc cannot provision (not a
+    registered target): never planned over. ``disabled``: provisionable priced
+    clouds left out because they are not enabled (a cheaper placement there is
+    worth a line).
+    """
+
+    names: frozenset[str]
+    plan_only: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+
+
+def _priced(catalog_dir: Path | None) -> list[str]:
+    from skyc.catalog import load_catalog
+
+    return load_catalog(catalog_dir).priced_clouds
+
+
+def plan_scope(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | None = None,
+               catalog_dir: Path | None = None, fall_back: bool = False) -> PlanScope:
+    """The infra a plan covers. Priced clouds that skyc cannot provision (not in
+    ``compiler.TARGETS``, read now: targets register over time) are skipped, and
+    naming one explicitly is refused. With ``fall_back`` (``skyc plan``), when no
+    priced cloud is enabled and neither the config's ``infra:``, the task nor
+    ``--infra`` restricts the choice, every provisionable priced cloud is planned
+    over, marked plan-only."""
+    from skyc.compiler import TARGETS, target
+
+    tasks = list(tasks)
+    explicit = explicit_infra(tasks, infra)
+    names = set(enabled_infra(config, explicit))
+    priced = _priced(catalog_dir)
+    for item in explicit:
+        head = normalize(item)
+        if head in priced and head not in TARGETS:
+            target(head)  # raises: skyc cannot provision there yet
+    skipped = sorted(c for c in priced if c not in TARGETS and (c in names or fall_back))
+    names -= set(skipped)
+    usable = [c for c in priced if c in TARGETS]
+    chosen = [c for c in usable if c in names]
+    restricted = bool(explicit) or config.infra is not None
+    plan_only: list[str] = []
+    if fall_back and not chosen and not restricted:
+        plan_only = usable
+        names |= set(usable)
+    disabled = [] if restricted else [c for c in usable if c not in names]
+    return PlanScope(frozenset(names), tuple(plan_only), tuple(skipped), tuple(disabled))
+
+
 def catalog_for(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | None = None,
-                catalog_dir: Path | None = None, every_cloud: bool = False) -> Catalog:
+                catalog_dir: Path | None = None, every_cloud: bool = False,
+                scope: PlanScope | None = None) -> Catalog:
     """The catalog to plan with: priced clouds that are enabled or named explicitly
-    (by a task or ``infra``), this machine when ``local`` is enabled, and the
-    enabled SSH pools. ``every_cloud``: every priced cloud (for browsing)."""
+    (by a task or ``infra``) and that skyc can provision, this machine when
+    ``local`` is enabled, and the enabled SSH pools (or exactly ``scope``'s
+    names). ``every_cloud``: every priced cloud (for browsing)."""
     from skyc.catalog import load_catalog, local_offers, ssh_offers
 
-    names = enabled_infra(config, explicit_infra(tasks, infra))
+    if scope is None and not every_cloud:
+        scope = plan_scope(config, tasks, infra=infra, catalog_dir=catalog_dir)
+    names = set(scope.names) if scope is not None else enabled_infra(
+        config, explicit_infra(tasks, infra))
     pools = {p: config.ssh_pools[p] for p in config.ssh_pools if f"ssh/{p}" in names}
     fixed = (local_offers() if "local" in names else []) + ssh_offers(pools)
     if "kubernetes" in names:  # no price catalog: its contexts' last reads and config pools

@@ -17,6 +17,12 @@ KNOWN_MEMORY_GIB: dict[str, float] = {
     "V100": 16, "V100-32GB": 32, "Radeon Pro V520": 8,
 }
 
+# What ``skyc show-gpus`` lists without a name (``--all`` lists every accelerator).
+COMMON_ACCELERATORS: tuple[str, ...] = (
+    "B200", "H200", "H100", "A100-80GB", "A100", "L40S", "L4", "A10G", "A10", "T4", "V100",
+    "MI300X", "tpu-v5litepod-8", "tpu-v6e-8",
+)
+
 # Aliases (normalized key -> canonical name). TPU v5e is catalogued as v5litepod.
 _ALIASES: dict[str, str] = {
     "a100-40gb": "A100", "a100-40g": "A100", "a100-80g": "A100-80GB",

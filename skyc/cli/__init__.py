@@ -46,7 +46,7 @@ def _root(
 
 
 # The order `skyc --help` lists commands in: the pipeline's order, then the rest.
-_ORDER = ("cmd_task", "cmd_plan", "cmd_stacks", "cmd_apply", "cmd_jobs", "cmd_managed",
+_ORDER = ("cmd_task", "cmd_plan", "cmd_gpus", "cmd_stacks", "cmd_apply", "cmd_jobs", "cmd_managed",
           "cmd_status")
 
 

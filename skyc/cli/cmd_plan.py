@@ -1,4 +1,4 @@
-"""``skyc plan``, ``skyc show-gpus``, ``skyc check`` and ``skyc catalog update``.
+"""``skyc plan``, ``skyc check`` and ``skyc catalog update``.
 
 The plan's per-cluster stack diffs are in :mod:`skyc.cli.plan_stacks`.
 """
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from skyc.cli.options import INFRA_HELP, OPTIMIZE_CHOICES, check_choice, one_infra
 from skyc.cli.output import console
 from skyc.cli.plan_stacks import plan_stacks, print_stacks
 
@@ -30,11 +31,22 @@ _DIFF_HELP = (
     "--no-diff: placement only."
 )
 
-def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _prices(p: dict[str, Any]) -> None:
+    """Both units beside the total the Plan keeps: per node and for the whole cluster."""
+    nodes = max(int(p.get("num_nodes") or 1), 1)
+    p["hourly_cost_total"] = p["hourly_cost"]
+    p["hourly_cost_per_node"] = round(float(p["hourly_cost"]) / nodes, 6)
+
+
+def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None,
+                  notes: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON document of ``skyc plan --format json``.
 
+    Every placement carries ``hourly_cost`` (USD/hour, all nodes; the Plan's own
+    field), ``hourly_cost_total`` (the same) and ``hourly_cost_per_node``.
     ``stacks`` (one entry per cluster, from
-    :func:`skyc.cli.plan_stacks.stack_entry`) is added when given.
+    :func:`skyc.cli.plan_stacks.stack_entry`) and ``notes`` (the plan's scope:
+    plan-only clouds, skipped ones, a cheaper disabled cloud) are added when given.
     """
     doc = plan.model_dump(mode="json")
     doc["tasks"] = [
@@ -42,23 +54,15 @@ def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None) -> dic
          "reason": t["reason"]}
         for t in doc["tasks"]
     ]
+    for t in doc["tasks"]:
+        for p in [t["placement"], *t["alternatives"]]:
+            _prices(p)
+    doc["hourly_cost_total"] = doc["hourly_cost"]
     if stacks is not None:
         doc["stacks"] = stacks
+    if notes:
+        doc["notes"] = notes
     return doc
-
-
-def _print_wide(renderable: Any) -> None:
-    """Tables keep their columns when the output is not a terminal (pipes, CI logs)."""
-    if console.is_terminal:
-        console.print(renderable)
-        return
-    from rich.console import Console
-
-    from skyc.cli.output import escaping_hook
-
-    wide = Console(highlight=False, width=max(console.width, 160))
-    wide.push_render_hook(escaping_hook())
-    wide.print(renderable)
 
 
 def _acc_text(p: Placement) -> str:
@@ -67,30 +71,72 @@ def _acc_text(p: Placement) -> str:
     return ", ".join(f"{k}:{v:g}" for k, v in sorted(p.accelerators.items()))
 
 
-def _print_plan(plan: Plan) -> None:
-    from rich.table import Table
+def _per_node(p: Placement) -> float:
+    return p.hourly_cost / max(p.num_nodes, 1)
 
-    for tp in plan.tasks:
-        table = Table(title=f"task {tp.name}", title_justify="left")
-        for col in ("", "infra", "instance", "vCPUs", "memory", "accelerators", "$/hr"):
-            table.add_column(col, justify="right" if col in ("vCPUs", "memory", "$/hr") else "left",
-                             no_wrap=col in ("infra", "instance"))
-        for i, p in enumerate([tp.placement, *tp.alternatives]):
-            spot = " (spot)" if p.use_spot else ""
-            nodes = f" x{p.num_nodes}" if p.num_nodes > 1 else ""
-            table.add_row(
-                "✔" if i == 0 else "", p.infra, f"{p.instance_type or '-'}{nodes}",
-                f"{p.vcpus:g}" if p.vcpus is not None else "-",
-                f"{p.memory_gib:g} GiB" if p.memory_gib is not None else "-",
-                _acc_text(p), f"{p.hourly_cost:.4f}{spot}",
-            )
-        _print_wide(table)
-    chosen = "; ".join(f"{t.name}: {t.placement.infra} {t.placement.instance_type or ''}".strip()
-                       for t in plan.tasks)
-    egress = f" + ${plan.egress_cost:.2f} data transfer" if plan.egress_cost else ""
+
+def _egress_note(plan: Plan, index: int) -> str:
+    """Why a pipeline step's chosen row may be dearer than another: data transfer."""
+    tp = plan.tasks[index]
+    cheaper = [a for a in tp.alternatives if a.hourly_cost < tp.placement.hourly_cost - 1e-9]
+    if plan.egress_cost and cheaper and "data transfer" in tp.reason:
+        return ("chosen over cheaper rows to keep the pipeline's data transfer low "
+                f"(${plan.egress_cost:.2f} in all)")
+    return ""
+
+
+_COLUMNS = ("", "infra", "instance", "nodes", "vCPUs", "memory", "accelerators",
+            "$/hr/node", "$/hr total")
+# Dropped first when the terminal is too narrow; infra, instance and prices never are.
+_DROP_ORDER = ("memory", "vCPUs", "nodes", "accelerators")
+
+
+def _rows(plan: Plan, index: int) -> list[tuple[str, ...]]:
+    tp = plan.tasks[index]
+    out: list[tuple[str, ...]] = []
+    for i, p in enumerate([tp.placement, *tp.alternatives]):
+        spot = " spot" if p.use_spot else ""
+        out.append((
+            "✔" if i == 0 else "", p.short_infra, p.instance_type or "-", str(p.num_nodes),
+            f"{p.vcpus:g}" if p.vcpus is not None else "-",
+            f"{p.memory_gib:g} GiB" if p.memory_gib is not None else "-",
+            _acc_text(p), f"{_per_node(p):.4f}{spot}", f"{p.hourly_cost:.4f}",
+        ))
+    return out
+
+
+def _print_plan(plan: Plan, parallel: bool = False) -> None:
+    from skyc.cli.output import fitted_table, print_table
+
+    for index, tp in enumerate(plan.tasks):
+        table = fitted_table(f"task {tp.name}", _COLUMNS, _rows(plan, index),
+                             right=("nodes", "vCPUs", "memory", "$/hr/node", "$/hr total"),
+                             drop=_DROP_ORDER)
+        print_table(table)
+        note = _egress_note(plan, index)
+        if note:
+            console.print(f"  note: {note}", soft_wrap=True, markup=False)
+    console.print(_verdict(plan, parallel), soft_wrap=True, markup=False)
+
+
+def _step(tp: Any) -> str:
+    p = tp.placement
+    what = " ".join(x for x in (p.infra, p.instance_type) if x)
+    nodes = f" x{p.num_nodes}" if p.num_nodes > 1 else ""
+    return f"{what}{nodes} at ${_per_node(p):.4f}/hr/node, ${p.hourly_cost:.4f}/hr total"
+
+
+def _verdict(plan: Plan, parallel: bool = False) -> str:
     src = f"catalog {plan.catalog.source} {plan.catalog.date}" if plan.catalog else ""
-    console.print(f"[bold]plan:[/] {chosen} at ${plan.hourly_cost:.4f}/hr{egress} "
-                  f"(optimize {plan.optimize}; {src})", soft_wrap=True)
+    egress = f"; + ${plan.egress_cost:.2f} data transfer" if plan.egress_cost else ""
+    if len(plan.tasks) == 1:
+        return f"plan: {_step(plan.tasks[0])}{egress} (optimize {plan.optimize}; {src})"
+    steps = "; ".join(f"{t.name}: {_step(t)}" for t in plan.tasks)
+    if parallel:
+        return (f"plan: {steps}; together ${plan.hourly_cost:.4f}/hr total (the tasks run "
+                f"at once){egress} (optimize {plan.optimize}; {src})")
+    return (f"plan: {steps}{egress} (the steps run one after another: each is priced per "
+            f"hour on its own; optimize {plan.optimize}; {src})")
 
 
 def _check_node_limits(plan: Plan) -> None:
@@ -104,20 +150,24 @@ def _check_node_limits(plan: Plan) -> None:
 
 
 def plan_cmd(
-    task_file: Path = typer.Argument(..., help="Task YAML (one task or a pipeline)."),
-    infra: str | None = typer.Option(
-        None, "--infra", help="Restrict to a cloud, cloud/region or cloud/region/zone."),
-    catalog: Path | None = typer.Option(None, "--catalog", help="Catalog dir (<cloud>/vms.csv)."),
-    optimize: str = typer.Option("cost", "--optimize", help=_OPTIMIZE_HELP),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
-    env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
-    secret: list[str] = typer.Option([], "--secret", help="KEY=VAL, or KEY from this environment."),
+    task_file: Path = typer.Argument(..., metavar="TASK",
+                                     help="Task YAML (one task or a pipeline)."),
+    infra: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP),
+    catalog: Path | None = typer.Option(None, "--catalog", metavar="DIR",
+                                        help="Catalog dir (<cloud>/vms.csv)."),
+    optimize: str = typer.Option("cost", "--optimize", metavar="cost|time", help=_OPTIMIZE_HELP),
+    fmt: str = typer.Option("table", "--format", metavar="table|json", help="table or json."),
+    env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
+                                  help="KEY=VAL (or KEY, from this environment)."),
+    secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
+                                     help="KEY=VAL, or KEY from this environment."),
     cluster: str | None = typer.Option(
-        None, "-c", "--cluster", help="Cluster name for a one-task file (default: the task's)."),
+        None, "-c", "--cluster", metavar="CLUSTER",
+        help="Cluster name for a one-task file (default: the task's)."),
     diff: bool = typer.Option(True, "--diff/--no-diff", help=_DIFF_HELP),
     engine: str | None = typer.Option(
-        None, "--engine", help="terraform or pulumi (default: the config's, else the "
-        "target's first)."),
+        None, "--engine", metavar="terraform|pulumi",
+        help="terraform or pulumi (default: the config's, else the target's first)."),
 ) -> None:
     """Pick where each task runs: the cheapest (or fastest) feasible offer.
 
@@ -127,6 +177,11 @@ def plan_cmd(
     on cloud, region, zone, instance type. Pipelines add the cost of the data a
     task passes on (its outputs, GB) when the next task runs elsewhere.
 
+    Prices: $/hr/node for one node, $/hr total for all of a task's nodes. With no
+    cloud enabled (no credentials), the plan covers every cloud skyc can provision
+    and says it is plan-only; with some enabled, one line says when a disabled
+    cloud would be cheaper. Clouds skyc cannot provision are skipped, and said so.
+
     Then, per cluster, the engine's diff against the cluster's current state: all
     creates for a new cluster, only what changes for an existing one (a cluster
     that is up keeps its region, as in `skyc apply`). When the diff cannot be
@@ -135,23 +190,21 @@ def plan_cmd(
     resource_changes with terraform-style actions (["create"], ["update"],
     ["delete"], ["no-op"], ["read"], and ["delete", "create"] for a replacement).
     """
+    from skyc.cli.output import print_warning
+    from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line, scope_lines
     from skyc.config import load_config
     from skyc.errors import ConfigError
-    from skyc.infra import catalog_for
-    from skyc.launch import cluster_names_for
+    from skyc.infra import catalog_for, plan_scope
     from skyc.optimizer import optimize as run_optimizer
     from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
 
-    if fmt not in ("table", "json"):
-        raise ConfigError(f"--format {fmt}: expected 'table' or 'json'")
+    check_choice("--format", fmt, ("table", "json"))
+    check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
+    where = one_infra(infra)
     if cluster is not None and not diff:
         raise ConfigError("--cluster names the cluster to diff against; it has no use "
                           "with --no-diff", hint="drop one of them")
-    if optimize not in ("cost", "time"):
-        raise ConfigError(f"--optimize {optimize}: expected 'cost' or 'time'")
     task_set = load_tasks(task_file, env=parse_env_flags(env), secrets=parse_secret_flags(secret))
-    from skyc.cli.output import print_warning
-
     for warning in task_set.warnings:
         print_warning(warning.render())
     tasks = list(task_set.tasks)
@@ -160,87 +213,45 @@ def plan_cmd(
             f"--cluster names one cluster, but {task_file} holds {len(tasks)} tasks",
             hint="drop --cluster: each task's cluster is named after the task",
         )
-    names = cluster_names_for(tasks, cluster) if diff else []
+    names: list[str] = []
+    if diff:
+        from skyc.launch import cluster_names_for
+
+        names = cluster_names_for(tasks, cluster)
     config = load_config()
-    cat = catalog_for(config, tasks, infra=infra, catalog_dir=catalog)
+    scope = plan_scope(config, tasks, infra=where, catalog_dir=catalog, fall_back=True)
+    cat = catalog_for(config, tasks, infra=where, catalog_dir=catalog, scope=scope)
     parallel = task_set.header is not None and task_set.header.execution == "parallel"
     plan = run_optimizer(tasks, cat, target="time" if optimize == "time" else "cost",
-                         infra=infra, edges=[] if parallel else None)
+                         infra=where, edges=[] if parallel else None)
     _check_node_limits(plan)
+    lines = scope_lines(scope)
+    cheaper = cheaper_elsewhere(tasks, plan, scope, config, infra=where, catalog_dir=catalog,
+                                target=optimize, parallel=parallel)
+    if cheaper:
+        lines.append(cheaper_line(cheaper, plan))
     if fmt == "table":
-        _print_plan(plan)
+        _print_plan(plan, parallel)
+        for line in lines:
+            console.print(line, soft_wrap=True, markup=False)
+    else:
+        for line in lines:
+            print_warning(line)
     stacks = None
     if diff:
         stacks = plan_stacks(tasks, plan, names, catalog=catalog, target=optimize,
                              config=config, engine=engine)
     if fmt == "json":
         if stacks:
-            from skyc.cli.output import print_warning
-
             for st in stacks:
                 if st["status"] != "ok":
                     print_warning(f"{st['note']}; `skyc plan --no-diff` skips the diff")
-        typer.echo(json.dumps(plan_document(plan, stacks), indent=2, sort_keys=True))
+        notes = {k: v for k, v in (("plan_only", list(scope.plan_only)),
+                                   ("skipped", list(scope.skipped)),
+                                   ("cheaper_elsewhere", cheaper)) if v}
+        typer.echo(json.dumps(plan_document(plan, stacks, notes), indent=2, sort_keys=True))
     elif stacks:
         print_stacks(stacks)
-
-
-def show_gpus(
-    name: str | None = typer.Argument(None, help="Accelerator name (e.g. H100, a100-80gb)."),
-    infra: str | None = typer.Option(None, "--infra", help="Restrict to a cloud or cloud/region."),
-    all_regions: bool = typer.Option(False, "--all-regions", help="One row per region."),
-    catalog: Path | None = typer.Option(None, "--catalog", help="Catalog dir (<cloud>/vms.csv)."),
-) -> None:
-    """What accelerators exist, in what counts, where, at what price."""
-    from rich.table import Table
-
-    from skyc.catalog import OfferQuery
-    from skyc.config import load_config
-    from skyc.errors import InfeasibleError
-    from skyc.infra import catalog_for
-    from skyc.optimizer import parse_infra
-
-    cloud, region, zone = parse_infra(infra)
-    cat = catalog_for(load_config(), infra=infra, catalog_dir=catalog, every_cloud=True)
-    acc = None
-    if name is not None:
-        acc = cat.canonical_accelerator(name)
-        if acc is None:
-            known = sorted(set(cat.accelerator_names().values()))
-            raise InfeasibleError(f"no accelerator named '{name}' in the catalog",
-                                  hint="known: " + ", ".join(known))
-    offers = [o for o in cat.offers(OfferQuery(cloud=cloud, region=region, zone=zone,
-                                               accelerator=acc, any_accelerator=acc is None))
-              if o.accelerator]
-    groups: dict[tuple[str, ...], list[Any]] = {}
-    for o in offers:
-        key: tuple[str, ...] = (o.accelerator or "", f"{o.accelerator_count:g}", o.cloud,
-                                o.instance_type or "-", o.region if all_regions else "")
-        groups.setdefault(key, []).append(o)
-    table = Table()
-    cols = ["accelerator", "count", "cloud", "instance", "GiB/acc", "vCPUs", "$/hr", "spot $/hr"]
-    cols += ["region"] if all_regions else ["regions"]
-    for c in cols:
-        table.add_column(c)
-    for key in sorted(groups, key=lambda k: (k[0].lower(), float(k[1]), *k[2:])):
-        rows = groups[key]
-        prices = [o.price for o in rows if o.price is not None]
-        spots = [o.spot_price for o in rows if o.spot_price is not None]
-        first = rows[0]
-        where = key[4] if all_regions else str(len({o.region for o in rows}))
-        table.add_row(
-            key[0], key[1], key[2], key[3],
-            f"{first.accelerator_memory_gib:g}" if first.accelerator_memory_gib else "-",
-            f"{first.vcpus:g}" if first.vcpus is not None else "-",
-            f"{min(prices):.4f}" if prices else "-", f"{min(spots):.4f}" if spots else "-",
-            where,
-        )
-    if not groups:
-        raise InfeasibleError("no accelerators match" + (f" '{name}'" if name else "")
-                              + (f" in {infra}" if infra else ""))
-    _print_wide(table)
-    console.print("prices: the lowest per row (USD/hour per node); "
-                  + ("one row per region" if all_regions else "regions: how many offer it"))
 
 
 def check(
@@ -301,6 +312,5 @@ def catalog_update(
 
 def register(app: typer.Typer) -> None:
     app.command("plan")(plan_cmd)
-    app.command("show-gpus")(show_gpus)
     app.command("check")(check)
     app.add_typer(catalog_app, name="catalog")

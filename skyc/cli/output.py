@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from skyc.errors import SkycError
@@ -22,6 +23,7 @@ from skyc.errors import SkycError
 if TYPE_CHECKING:
     from rich.console import Console
 
+UNWRAPPED_WIDTH = 4096
 _STYLES = {"error": "1;31", "hint": "33", "warning": "33", "ok": "32"}
 
 
@@ -37,6 +39,9 @@ class _LazyConsole:
             from rich.console import Console
 
             self._console = Console(stderr=self._stderr, highlight=False)
+            if not self._console.is_terminal and not os.environ.get("COLUMNS"):
+                # Pipes and CI logs: lines are never wrapped, tables keep every column.
+                self._console.width = UNWRAPPED_WIDTH
             self._console.push_render_hook(escaping_hook())
         return self._console
 
@@ -126,3 +131,44 @@ def print_problem(kind: str, message: str) -> None:
     stream = sys.stderr
     stream.write(f"{_label(kind, stream)} {safe(message)}\n")
     stream.flush()
+
+
+def fitted_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]], *,
+                 right: Sequence[str] = (), drop: Sequence[str] = (),
+                 width: int | None = None) -> Any:
+    """A rich Table of ``rows`` that fits ``width`` (the console's): the columns in
+    ``drop`` are left out, in that order, until the rest fits on one line per row;
+    a cell that still does not fit folds onto the next line, and is never cut
+    short (prices, instance types, infra)."""
+    from rich import box
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    width = console.width if width is None else width
+
+    def build(keep: list[int]) -> Any:
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                      pad_edge=False, collapse_padding=True)
+        for i in keep:
+            # As a last resort a cell folds onto a second line: never an ellipsis.
+            table.add_column(columns[i], justify="right" if columns[i] in right else "left",
+                             overflow="fold")
+        for r in rows:
+            table.add_row(*(r[i] for i in keep))
+        return table
+
+    unbounded = console.options.update_width(UNWRAPPED_WIDTH)
+    keep = list(range(len(columns)))
+    table = build(keep)
+    for name in drop:
+        if Measurement.get(console, unbounded, table).maximum <= width:
+            break
+        if name in columns:
+            keep.remove(columns.index(name))
+            table = build(keep)
+    return table
+
+
+def print_table(table: Any) -> None:
+    """Print a table on stdout (its width already fitted, see :func:`fitted_table`)."""
+    console.print(table, soft_wrap=False, crop=False)

@@ -6,6 +6,10 @@ need at least that many), ``80GB+`` memory asks; cpus/memory exact or at least;
 pinning (cloud/region/zone) from the candidate and from ``--infra``; blocked
 placements; ``num_nodes`` within what a fixed pool has.
 
+Offers priced far below the same instance type elsewhere
+(``catalog.suspicious``) are left out unless the candidate pins that instance
+type and region.
+
 Default for CPU-only candidates that give no cpus, memory or instance type
 (SkyPilot's default instance): at least 4 vCPUs, from the cloud's
 general-purpose family (AWS m6i, GCP n2-standard, Azure Standard_D<N>s_v5),
@@ -96,6 +100,17 @@ def candidate_choices(cand: ResourceCandidate, num_nodes: int, catalog: CatalogL
     if where is None:
         return []
     offers = matching_offers(build_query(cand, catalog, where), cand, catalog)
+    if not (cand.instance_type and where[1]):
+        # A price far below the same type elsewhere looks like a catalog error: not
+        # picked unless the task pins that instance type and region.
+        from skyc.catalog.suspicious import suspicious_offers
+
+        types = sorted({(o.cloud, o.instance_type) for o in offers if o.elastic
+                        and o.instance_type})
+        reference = [r for cloud, kind in types for r in catalog.offers(
+            OfferQuery(cloud=cloud, instance_type=kind, any_accelerator=True))]
+        odd = suspicious_offers(offers, reference)
+        offers = [o for o in offers if o not in odd]
     out = []
     for o in offers:
         if o.max_nodes is not None and num_nodes > o.max_nodes:

@@ -37,6 +37,14 @@ class Placement(BaseModel):
         parts = [self.cloud] + [p for p in (self.region, self.zone) if p and p != self.cloud]
         return "/".join(parts)
 
+    @property
+    def short_infra(self) -> str:
+        """``infra`` without the region when the zone's name already holds it
+        (``gcp/us-central1-a`` for ``gcp/us-central1/us-central1-a``)."""
+        if self.region and self.zone and self.zone.startswith(self.region):
+            return f"{self.cloud}/{self.zone}"
+        return self.infra
+
 
 class TaskPlan(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -61,12 +61,15 @@ def test_plan_json_document(tmp_path: Path, home: Path) -> None:
 def test_plan_table_and_pipeline(tmp_path: Path, home: Path) -> None:
     t = task(tmp_path, (
         "name: prep\noutputs:\n  s3://b/data: 1000\nrun: echo prep\n---\n"
-        "name: train\nresources:\n  accelerators: A100:8\n  infra: gcp\nrun: echo train\n"))
-    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "gcp")
+        "name: train\nresources:\n  accelerators: A100:8\nrun: echo train\n"))
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "aws")
     assert r.returncode == 0, r.stderr
     assert "task prep" in r.stdout and "task train" in r.stdout
-    assert "✔" in r.stdout and "a2-highgpu-8g" in r.stdout
-    assert "plan: prep: gcp/us-central1/us-central1-a n2-standard-4" in r.stdout
+    assert "✔" in r.stdout and "p4d.24xlarge" in r.stdout
+    assert "$/hr/node" in r.stdout and "$/hr total" in r.stdout
+    assert "plan: prep: aws/" in r.stdout
+    # steps that run one after another are priced each, not added up
+    assert "one after another" in r.stdout and "together" not in r.stdout
 
 
 def test_plan_spot_and_time(tmp_path: Path, home: Path) -> None:
@@ -88,15 +91,137 @@ def test_plan_infeasible_is_a_clean_error(tmp_path: Path, home: Path) -> None:
     assert "Traceback" not in r.stderr
 
 
-def test_plan_without_credentials_uses_local(tmp_path: Path, home: Path) -> None:
+def _untargeted() -> list[str]:
+    from skyc.catalog import load_catalog
+    from skyc.compiler import TARGETS
+
+    return [c for c in load_catalog(SMALL_CATALOG).priced_clouds if c not in TARGETS]
+
+
+def test_plan_without_credentials_uses_local_for_cpus(tmp_path: Path, home: Path) -> None:
     t = task(tmp_path, "resources:\n  cpus: 1+\nrun: echo\n")
     r = skyc(home, "plan", t, "--format", "json")
     assert r.returncode == 0, r.stderr
     pl = json.loads(r.stdout)["tasks"][0]["placement"]
     assert pl["cloud"] == "local" and pl["hourly_cost"] == 0.0
+
+
+def test_plan_without_credentials_plans_over_every_target(tmp_path: Path, home: Path) -> None:
+    from skyc.compiler import TARGETS
+
     t = task(tmp_path, "resources:\n  accelerators: A100:8\nrun: echo\n")
-    r = skyc(home, "plan", t)
-    assert r.returncode == 1 and "infra considered (local)" in r.stderr
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG))
+    assert r.returncode == 0, r.stderr
+    assert "planned over all; apply needs credentials" in r.stdout
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    tp = doc["tasks"][0]
+    # never a placement on a target skyc cannot provision
+    assert {p["cloud"] for p in [tp["placement"], *tp["alternatives"]]} <= set(TARGETS)
+    assert doc["notes"]["plan_only"] and set(doc["notes"]["plan_only"]) <= set(TARGETS)
+    assert doc["notes"].get("skipped", []) == _untargeted()
+    if _untargeted():
+        assert f"skipped {', '.join(_untargeted())}: skyc cannot provision there" in r.stderr
+
+
+def test_naming_an_untargeted_cloud_is_refused(tmp_path: Path, home: Path) -> None:
+    clouds = _untargeted()
+    if not clouds:
+        pytest.skip("every cloud of the catalog is a registered target")
+    t = task(tmp_path, "resources:\n  accelerators: A100:8\nrun: echo\n")
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", clouds[0])
+    assert r.returncode == 1
+    assert f"skyc cannot provision on '{clouds[0]}' yet" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_infra_twice_is_refused_and_names_are_case_insensitive(tmp_path: Path,
+                                                               home: Path) -> None:
+    t = task(tmp_path, "resources:\n  accelerators: A100:8\nrun: echo\n")
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "aws",
+             "--infra", "local")
+    assert r.returncode == 2 or r.returncode == 1
+    assert "--infra given 2 times (aws, local): give it once" in r.stderr
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "AWS/us-east-1",
+             "--format", "json")
+    assert r.returncode == 0, r.stderr
+    pl = json.loads(r.stdout)["tasks"][0]["placement"]
+    assert (pl["cloud"], pl["region"]) == ("aws", "us-east-1")
+
+
+def test_both_price_units_in_json(tmp_path: Path, home: Path) -> None:
+    t = task(tmp_path, "num_nodes: 2\nresources:\n  accelerators: A100:8\nrun: echo\n")
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "aws",
+             "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    pl = doc["tasks"][0]["placement"]
+    assert pl["hourly_cost_total"] == pl["hourly_cost"] == pytest.approx(60.0)
+    assert pl["hourly_cost_per_node"] == pytest.approx(30.0)
+    assert doc["hourly_cost_total"] == pytest.approx(60.0)
+
+
+def test_plan_verdict_shows_both_units(tmp_path: Path, home: Path) -> None:
+    t = task(tmp_path, "num_nodes: 2\nresources:\n  accelerators: A100:8\nrun: echo\n")
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--infra", "aws")
+    assert r.returncode == 0, r.stderr
+    verdict = [line for line in r.stdout.splitlines() if line.startswith("plan:")]
+    assert verdict == [line for line in verdict if "x2 at $30.0000/hr/node, $60.0000/hr total"
+                       in line] and verdict
+
+
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_plan_table_fits_narrow_terminals(tmp_path: Path, home: Path, columns: str) -> None:
+    t = task(tmp_path, "num_nodes: 2\nresources:\n  accelerators: A100:8\nrun: echo\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(HOME=str(home), SKYC_HOME=str(home / ".skyc"), PYTHONPATH=str(ROOT),
+               COLUMNS=columns)
+    r = subprocess.run([sys.executable, "-m", "skyc", "plan", t, "--catalog",
+                        str(SMALL_CATALOG), "--infra", "aws", "--no-diff"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    table = r.stdout.split("plan:")[0]
+    assert all(len(line) <= int(columns) for line in table.splitlines())
+    assert "…" not in table
+    assert "p4d.24xlarge" in table and "30.0000" in table and "60.0000" in table
+    assert "aws/us-west-2/usw2-az2" in table
+
+
+def test_output_to_a_pipe_is_never_wrapped(tmp_path: Path, home: Path) -> None:
+    t = task(tmp_path, "num_nodes: 2\nresources:\n  accelerators: A100:8\nrun: echo\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(HOME=str(home), SKYC_HOME=str(home / ".skyc"), PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "skyc", "plan", t, "--catalog",
+                        str(SMALL_CATALOG), "--infra", "aws", "--no-diff"],
+                       capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    [verdict] = [line for line in r.stdout.splitlines() if line.startswith("plan:")]
+    assert len(verdict) > 80 and verdict.rstrip().endswith(")")
+    assert "memory" in r.stdout and "vCPUs" in r.stdout  # every column kept
+
+
+def test_a_cheaper_disabled_cloud_is_named(tmp_path: Path) -> None:
+    from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line
+    from skyc.config import SkycConfig
+    from skyc.infra import PlanScope, catalog_for
+    from skyc.optimizer import optimize
+    from skyc.task import load_tasks
+
+    t = task(tmp_path, "resources:\n  accelerators: A100:8\nrun: echo\n")
+    tasks = list(load_tasks(t).tasks)
+    config = SkycConfig()
+    here = PlanScope(names=frozenset({"aws"}), disabled=("azure",))
+    plan = optimize(tasks, catalog_for(config, tasks, catalog_dir=SMALL_CATALOG, scope=here))
+    found = cheaper_elsewhere(tasks, plan, here, config, infra=None, catalog_dir=SMALL_CATALOG,
+                              target="cost", parallel=False)
+    assert found is not None and found["clouds"] == ["azure"], (found, plan.hourly_cost)
+    assert found["hourly_cost_total"] < plan.hourly_cost
+    line = cheaper_line(found, plan)
+    assert line.startswith("azure would be $") and "/hr total" in line and "enable it" in line
+    none = cheaper_elsewhere(tasks, plan, PlanScope(names=frozenset({"aws"})), config,
+                             infra=None, catalog_dir=SMALL_CATALOG, target="cost", parallel=False)
+    assert none is None
 
 
 def test_show_gpus(home: Path) -> None:
@@ -111,6 +236,30 @@ def test_show_gpus(home: Path) -> None:
     assert "p4d" not in r.stdout
     r = skyc(home, "show-gpus", "nonesuch", "--catalog", str(SMALL_CATALOG))
     assert r.returncode == 1 and "no accelerator named 'nonesuch'" in r.stderr
+
+
+def test_show_gpus_count_summary_and_typos(home: Path) -> None:
+    r = skyc(home, "show-gpus", "A100:8", "--catalog", str(SMALL_CATALOG))
+    assert r.returncode == 0, r.stderr
+    assert "p4d.24xlarge" in r.stdout and "$/hr/node" in r.stdout
+    rows = [line.split() for line in r.stdout.splitlines() if line.strip().startswith("A100 ")]
+    assert rows and all(row[1] == "8" for row in rows)
+    r = skyc(home, "show-gpus", "--catalog", str(SMALL_CATALOG))
+    assert r.returncode == 0, r.stderr
+    summary = len(r.stdout.splitlines())
+    assert "A100" in r.stdout and "-a lists every accelerator" in r.stdout
+    r = skyc(home, "show-gpus", "-a", "--catalog", str(SMALL_CATALOG))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) >= summary
+    r = skyc(home, "show-gpus", "A10O", "--catalog", str(SMALL_CATALOG))
+    assert r.returncode == 1 and "did you mean" in r.stderr
+    assert len(r.stderr) < 400  # three names, not the whole catalog
+    r = skyc(home, "show-gpus", "A100:x", "--catalog", str(SMALL_CATALOG))
+    assert r.returncode == 1 and "count after ':'" in r.stderr
+
+
+def test_launch_is_apply_and_detach_has_a_short_flag(home: Path) -> None:
+    r = skyc(home, "launch", "--help")
+    assert r.returncode == 0 and "same command" in r.stdout and "-d, --detach" in r.stdout
 
 
 def test_check(home: Path) -> None:

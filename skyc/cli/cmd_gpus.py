@@ -1,0 +1,151 @@
+"""``skyc show-gpus``: what accelerators exist, in what counts, where, at what price."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from skyc.cli.options import one_infra
+
+if TYPE_CHECKING:
+    from skyc.catalog import Catalog, Offer
+
+_NAME_HELP = "Accelerator, optionally with a count: H100, a100-80gb, A100:8."
+
+
+def _split(name: str) -> tuple[str, float | None]:
+    from skyc.errors import ConfigError
+
+    head, sep, count = name.rpartition(":")
+    if not sep:
+        return name, None
+    try:
+        number = float(count)
+    except ValueError:
+        raise ConfigError(f"show-gpus {name}: the count after ':' must be a number",
+                          hint="e.g. skyc show-gpus A100:8") from None
+    if number <= 0 or number != number:
+        raise ConfigError(f"show-gpus {name}: the count must be more than 0")
+    return head, number
+
+
+def _nearest(name: str, cat: Catalog) -> list[str]:
+    known = sorted(set(cat.accelerator_names().values()))
+    lowered = {k.lower(): k for k in known}
+    return [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=3,
+                                                          cutoff=0.3)]
+
+
+def _summary_rows(offers: list[Offer], names: list[str]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for acc in names:
+        mine = [o for o in offers if o.accelerator == acc]
+        if not mine:
+            continue
+        counts = sorted({o.accelerator_count for o in mine})
+        prices = [o.price / o.accelerator_count for o in mine
+                  if o.price is not None and o.accelerator_count]
+        rows.append((acc, ", ".join(f"{c:g}" for c in counts),
+                     ", ".join(sorted({o.cloud for o in mine})),
+                     f"{min(prices):.4f}" if prices else "-"))
+    return rows
+
+
+def _detail_rows(offers: list[Offer], all_regions: bool) -> list[tuple[str, ...]]:
+    from skyc.catalog.suspicious import suspicious_offers
+
+    odd = suspicious_offers(offers)
+    groups: dict[tuple[str, ...], list[Any]] = {}
+    for o in offers:
+        key: tuple[str, ...] = (o.accelerator or "", f"{o.accelerator_count:g}", o.cloud,
+                                o.instance_type or "-", o.region if all_regions else "")
+        groups.setdefault(key, []).append(o)
+    rows: list[tuple[str, ...]] = []
+    for key in sorted(groups, key=lambda k: (k[0].lower(), float(k[1]), *k[2:])):
+        group = groups[key]
+        normal = [o for o in group if o not in odd] or group
+        prices = [o.price for o in normal if o.price is not None]
+        spots = [o.spot_price for o in normal if o.spot_price is not None]
+        first = group[0]
+        where = key[4] if all_regions else str(len({o.region for o in group}))
+        flag = " (suspicious price)" if all(o in odd for o in group) else ""
+        rows.append((
+            key[0], key[1], key[2], key[3],
+            f"{first.accelerator_memory_gib:g}" if first.accelerator_memory_gib else "-",
+            f"{first.vcpus:g}" if first.vcpus is not None else "-",
+            (f"{min(prices):.4f}" if prices else "-") + flag,
+            f"{min(spots):.4f}" if spots else "-", where,
+        ))
+    return rows
+
+
+def show_gpus(
+    name: str | None = typer.Argument(None, metavar="[NAME[:COUNT]]", help=_NAME_HELP),
+    infra: list[str] = typer.Option([], "--infra", metavar="INFRA",
+                                    help="Restrict to a cloud or cloud/region."),
+    all_names: bool = typer.Option(False, "-a", "--all",
+                                   help="Every accelerator, not only the common ones."),
+    all_regions: bool = typer.Option(False, "--all-regions", help="One row per region."),
+    catalog: Path | None = typer.Option(None, "--catalog", metavar="DIR",
+                                        help="Catalog dir (<cloud>/vms.csv)."),
+) -> None:
+    """What accelerators exist, in what counts, where, at what price.
+
+    Without NAME: a summary of common accelerators (-a: all of them). With NAME
+    (optionally NAME:COUNT): one row per instance type; prices are $/hr/node.
+    A price far below the same type's elsewhere is flagged as suspicious.
+    """
+    from skyc.catalog import OfferQuery
+    from skyc.cli.output import console, fitted_table, print_table
+    from skyc.config import load_config
+    from skyc.errors import InfeasibleError
+    from skyc.infra import catalog_for
+    from skyc.optimizer import parse_infra
+
+    where = one_infra(infra)
+    cloud, region, zone = parse_infra(where)
+    cat = catalog_for(load_config(), infra=where, catalog_dir=catalog, every_cloud=True)
+    acc = None
+    count = None
+    if name is not None:
+        base, count = _split(name)
+        acc = cat.canonical_accelerator(base)
+        if acc is None:
+            near = _nearest(base, cat)
+            raise InfeasibleError(
+                f"no accelerator named '{base}' in the catalog",
+                hint=(f"did you mean {', '.join(near)}? " if near else "")
+                + "`skyc show-gpus -a` lists every accelerator")
+    query = OfferQuery(cloud=cloud, region=region, zone=zone, accelerator=acc,
+                       accelerator_count=count, any_accelerator=acc is None)
+    offers = [o for o in cat.offers(query) if o.accelerator]
+    if not offers:
+        raise InfeasibleError("no accelerators match" + (f" '{name}'" if name else "")
+                              + (f" in {where}" if where else ""))
+    if acc is None and not all_regions:
+        from skyc.catalog.accelerators import COMMON_ACCELERATORS
+
+        names = sorted({o.accelerator or "" for o in offers}, key=str.lower) if all_names \
+            else [n for n in COMMON_ACCELERATORS]
+        cols: tuple[str, ...] = ("accelerator", "counts", "clouds", "from $/hr per accelerator")
+        print_table(fitted_table(None, cols, _summary_rows(offers, names),
+                                 right=("from $/hr per accelerator",)))
+        more = "" if all_names else "; -a lists every accelerator"
+        console.print(f"show one with: skyc show-gpus NAME[:COUNT]{more}", soft_wrap=True,
+                      markup=False)
+        return
+    cols = ("accelerator", "count", "cloud", "instance", "GiB/acc", "vCPUs", "$/hr/node",
+            "spot $/hr/node", "region" if all_regions else "regions")
+    print_table(fitted_table(None, cols, _detail_rows(offers, all_regions),
+                             right=("$/hr/node", "spot $/hr/node"),
+                             drop=("GiB/acc", "vCPUs", "regions", "spot $/hr/node")))
+    console.print("prices: the lowest per row, USD per hour for one node; "
+                  + ("one row per region" if all_regions else "regions: how many offer it"),
+                  soft_wrap=True, markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("show-gpus")(show_gpus)
