@@ -2,7 +2,10 @@
 
 No Azure account exists here, so the provisioning step raises what the Azure
 classifier makes of the fixture diagnostics (tests/fixtures/errors/azure): the
-loop, the classifier and the blocked scopes are the real ones.
+loop, the classifier and the blocked scopes are the real ones. The last test runs
+the real Pulumi engine (Automation API) on the compiled Azure stacks, with the
+stand-in ``pulumi`` CLI (tests/support/pulumi_standin.py: no Pulumi CLI can be
+installed here) failing the VM with the recorded Azure errors.
 """
 
 from __future__ import annotations
@@ -12,11 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from skyc.compiler import classify_error
 from skyc.compiler.azure.errors import classify
+from skyc.config import SkycConfig
 from skyc.errors import InfeasibleError, ProvisionError
 from skyc.failover import Blocked, provision_with_failover
 from skyc.optimizer.plan import Placement
+from skyc.provision import destroy_attempt, plan_changes
+from skyc.stacks import ApplyFailed, open_engine
 from skyc.stacks.diagnostics import Diagnostic
+from skyc.task.candidate import ResourceCandidate
+from tests.support.pulumi_standin import install
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "azure"
 
@@ -115,3 +124,57 @@ def test_auth_errors_stop_at_once() -> None:
     assert info.value.code == "AuthorizationFailed"
     assert info.value.hint and "az login" in info.value.hint
     assert len(tried) == 1
+
+
+def _azure_message(case: str) -> str:
+    """The message Azure's refusal carries in the fixture (the VM's diagnostic)."""
+    for line in (FIXTURES / f"{case}.jsonl").read_text().splitlines():
+        event = json.loads(line)["diagnosticEvent"]
+        if event["urn"].endswith("compute:VirtualMachine::head"):
+            return str(event["message"]).strip()
+    raise AssertionError(f"{case}: no VM diagnostic")
+
+
+@pytest.mark.slow
+def test_failover_through_the_pulumi_engine(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pulumi_azure_native", reason="the Pulumi SDKs are not installed")
+    home = tmp_path / "home"
+    monkeypatch.setenv("SKYC_HOME", str(home))
+    monkeypatch.setenv("SKYC_PULUMI_ROOT", str(install(tmp_path / "standin")))
+    monkeypatch.setenv("STANDIN_FAIL_TYPE", "azure-native:compute:VirtualMachine")
+    faults = {"eastus2": "AllocationFailed", "westus3": "OperationNotAllowed-regional-quota"}
+    config = SkycConfig()
+    tried: list[str] = []
+    cleaned: list[str] = []
+
+    def provision(p: Placement) -> set[str]:
+        tried.append(f"{p.region}/{p.zone}")
+        if p.region in faults:
+            monkeypatch.setenv("STANDIN_FAIL", _azure_message(faults[p.region]))
+        else:
+            monkeypatch.delenv("STANDIN_FAIL", raising=False)
+        diff = plan_changes("mi", p, ResourceCandidate(index=0), config=config)
+        engine = open_engine("pulumi", home / "clusters" / "mi")
+        try:
+            engine.apply(diff)
+        except ApplyFailed as failed:
+            error = classify_error("azure", failed.diagnostics, placement=p)
+            assert error is not None, failed.diagnostics
+            raise error from None
+        return set(engine.outputs())
+
+    def cleanup(p: Placement) -> None:
+        cleaned.append(f"{p.region}/{p.zone}")
+        destroy_attempt("mi")
+
+    result = provision_with_failover(_next([]), provision=provision, cleanup=cleanup,
+                                     next_placement=_next)
+    assert tried == ["eastus2/1", "westus3/1", "francecentral/None"]
+    assert cleaned == tried[:2]
+    assert [(a.placement.region, a.error) for a in result.attempts] == [
+        ("eastus2", "AllocationFailed"), ("westus3", "OperationNotAllowed"),
+        ("francecentral", None)]
+    assert result.value == {"names", "private_ips", "public_ips", "ssh_user"}
+    program = (home / "clusters" / "mi" / "__main__.py").read_text()
+    assert 'location="francecentral"' in program and "eastus2" not in program

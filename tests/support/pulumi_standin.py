@@ -7,7 +7,8 @@ commands the Automation API runs the way the real CLI does: ``version``,
 ``stack history`` and ``stack export``. The program is "run" by reading the resources
 the engine would register from skyc's own offline preview (the real SDK under the
 mock runtime). ``STANDIN_FAIL`` makes ``up`` fail with that text as an error
-diagnostic on the first instance, as the real CLI reports a cloud's refusal.
+diagnostic on the first instance (the resource type ``STANDIN_FAIL_TYPE``, by default
+``aws:ec2/instance:Instance``), as the real CLI reports a cloud's refusal.
 """
 
 from __future__ import annotations
@@ -95,10 +96,11 @@ def _update(args: list[str], stack: str, op: str) -> int:
     steps += [(r, "delete") for r in state["resources"]
               if r["urn"] not in {w["urn"] for w in wanted}]
     failure = os.environ.get("STANDIN_FAIL") if op == "up" else None
+    failing_type = os.environ.get("STANDIN_FAIL_TYPE", "aws:ec2/instance:Instance")
     for resource, step in steps:
         counts[step] = counts.get(step, 0) + 1
         events.step("resourcePreEvent", step, resource)
-        if failure and resource["type"] == "aws:ec2/instance:Instance":
+        if failure and resource["type"] == failing_type:
             events.emit(diagnosticEvent={"message": failure + "\n", "color": "never",
                                          "severity": "error", "urn": resource["urn"]})
             events.step("resOpFailedEvent", step, resource)
