@@ -75,6 +75,21 @@ def _credentials(
     return None
 
 
+def _not_found(
+    cloud: str, env: Mapping[str, str], home: Path, config: SkycConfig | None
+) -> tuple[str, ...]:
+    """For a registered target without usable credentials: what its check found, and
+    what to set to apply there."""
+    from skyc.compiler import TARGETS, credentials
+
+    if cloud not in TARGETS:
+        return ()
+    check = credentials(cloud, env, home, config)
+    if check.ok:
+        return ()
+    return (check.reason, *([f"to apply: {check.hint}"] if check.hint else []))
+
+
 def check_infra(config: SkycConfig, env: Mapping[str, str] | None = None,
                 home: Path | None = None) -> list[InfraStatus]:
     """Every infra skyc knows about, whether it is enabled, and why."""
@@ -93,6 +108,10 @@ def check_infra(config: SkycConfig, env: Mapping[str, str] | None = None,
             on = cred is not None
             why = cred if cred else "no credentials found"
         details: tuple[str, ...] = ()
+        if cred is None:
+            details = _not_found(cloud, env, home, config)
+            if details:
+                why += f": plan only (`skyc plan --infra {cloud}` plans offline)"
         if cloud == "kubernetes" and on:  # what each context offers (last read or config)
             from skyc.compiler.kubernetes.offers import describe
 
