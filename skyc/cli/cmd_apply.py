@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from skyc.cli import params
+from skyc.cli.options import INFRA_HELP, OPTIMIZE_CHOICES, check_choice, one_infra
 
 _APPLY_HELP = """Plan, provision (with failover), sync, set up and run a task.
 
@@ -27,16 +28,21 @@ Job records are kept as they were.
 
 
 def apply_cmd(
-    task_file: Path = typer.Argument(..., help="Task YAML."),
+    task_file: Path = typer.Argument(..., metavar="TASK", help="Task YAML."),
     cluster: str | None = typer.Option(
-        None, "-c", "--cluster", help="Cluster name (default: the task's name)."
+        None, "-c", "--cluster", metavar="CLUSTER",
+        help="Cluster name (default: the task's name)."
     ),
     yes: bool = typer.Option(False, "-y", "--yes", help="Apply without asking."),
-    infra: str | None = typer.Option(None, "--infra", help="Restrict to cloud[/region[/zone]]."),
-    catalog: Path | None = typer.Option(None, "--catalog", help="Catalog dir (<cloud>/vms.csv)."),
-    optimize: str = typer.Option("cost", "--optimize", help="cost or time."),
-    env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
-    secret: list[str] = typer.Option([], "--secret", help="KEY=VAL, or KEY from this environment."),
+    infra: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP),
+    catalog: Path | None = typer.Option(None, "--catalog", metavar="DIR",
+                                        help="Catalog dir (<cloud>/vms.csv)."),
+    optimize: str = typer.Option("cost", "--optimize", metavar="cost|time",
+                                 help="cost (cheapest) or time (fastest)."),
+    env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
+                                  help="KEY=VAL (or KEY, from this environment)."),
+    secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
+                                     help="KEY=VAL, or KEY from this environment."),
     down: bool = typer.Option(False, "--down", help="Destroy the cluster after the job."),
     detach: bool = typer.Option(False, "-d", "--detach",
                                 help="Return once the job has started."),
@@ -71,8 +77,8 @@ def apply_cmd(
     from skyc.launch import LaunchOptions, launch
     from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
 
-    if optimize not in ("cost", "time"):
-        raise ConfigError(f"--optimize {optimize}: expected 'cost' or 'time'")
+    check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
+    where = one_infra(infra)
     if not yes and not sys.stdin.isatty():
         raise ConfigError(
             "refusing to apply without confirmation: stdin is not a terminal",
@@ -87,7 +93,7 @@ def apply_cmd(
     for warning in task_set.warnings:
         print_warning(warning.render())
     opts = LaunchOptions(
-        cluster=cluster, infra=infra, catalog_dir=catalog, target=optimize, down=down,
+        cluster=cluster, infra=where, catalog_dir=catalog, target=optimize, down=down,
         detach=detach, rerun_setup=setup, lock_timeout=lock_timeout, anywhere=any_region,
         allow_reshape=allow_reshape,
         failover=FailoverPolicy(

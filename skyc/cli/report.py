@@ -42,8 +42,10 @@ class ConsoleReporter:
             nodes = f" x{p.num_nodes}" if p.num_nodes > 1 else ""
             spot = " spot" if p.use_spot else ""
             shape = " ".join(x for x in (p.infra, what) if x)
+            per_node = p.hourly_cost / max(p.num_nodes, 1)
             err_console.print(
-                f"    {escape(tp.name)}: {escape(shape)}{nodes}{spot} at ${p.hourly_cost:.4f}/hr"
+                f"    {escape(tp.name)}: {escape(shape)}{nodes}{spot} at "
+                f"${per_node:.4f}/hr/node, ${p.hourly_cost:.4f}/hr total"
             )
 
     def attempt(self, attempt: Attempt, next_placement: Placement | None) -> None:

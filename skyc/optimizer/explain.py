@@ -42,7 +42,8 @@ def _nearest(offers: Sequence[Offer], spot: bool, n: int = 3) -> str:
     out = []
     for o in priced[:n]:
         acc = f" {o.accelerator}:{o.accelerator_count:g}" if o.accelerator else ""
-        out.append(f"{o.infra} {o.instance_type or ''}{acc} ${o.hourly(spot):.4g}/h".strip())
+        price = f"${o.hourly(spot):.4g}/hr/node"
+        out.append(f"{o.infra} {o.instance_type or ''}{acc} {price}".strip())
     return "; ".join(out)
 
 
