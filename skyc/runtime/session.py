@@ -13,9 +13,22 @@ from skyc.runtime.remote import NodeAgent, local_python
 from skyc.runtime.transport import LocalTransport, Transport
 
 
+def node_phase_log(node: Node, job_id: int, phase: str) -> Path | None:
+    """The node's own log of a job's phase when it is a file on this machine (a local
+    node: the agent's ``~/.skyc/jobs/<job>/<phase>.log`` under its directory); None
+    for a remote node."""
+    if node.transport != "local" or not node.node_dir:
+        return None
+    return Path(node.node_dir) / ".skyc" / "jobs" / str(job_id) / f"{phase}.log"
+
+
 def make_transport(node: Node, workspace: Path, connect_timeout: float) -> Transport:
     if node.transport == "local":
         return LocalTransport(node)
+    if node.transport == "kubernetes":
+        from skyc.runtime.kube import KubeTransport
+
+        return KubeTransport(node, workspace, connect_timeout=connect_timeout)
     from skyc.runtime.ssh import SshTransport
 
     return SshTransport(node, workspace, connect_timeout=connect_timeout)

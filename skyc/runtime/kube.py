@@ -1,0 +1,306 @@
+"""Kubernetes transport: commands in a pod through the API server's exec stream.
+
+Why exec streams and not an sshd inside the pod behind a port-forward: the exec
+stream needs nothing in the image but bash and python3 (which the agent needs
+anyway), no key to place in the pod, no daemon to start as root, and no local
+listener; it is what ``kubectl exec`` uses, authorised by the same RBAC
+(``pods/exec``) as the rest of the cluster's access, and works on any image the
+task names. A port-forward is itself a stream through the same API server, so
+sshd would add a second protocol on top of it without removing any hop.
+
+The stream is the official ``kubernetes`` client's (imported lazily): a
+websocket whose messages carry a channel byte (0 stdin, 1 stdout, 2 stderr,
+3 the exit status as a ``Status`` object). The v4 channel protocol cannot close
+stdin alone (v5, Kubernetes 1.30+, can), so stdin is framed here: each chunk
+goes as a 4-byte length and its bytes, a zero length ends it, and a small
+decoder in the pod (python3) turns the frames back into a stream that ends, so
+``cat > file`` and ``tar x`` see their end of file on every server version.
+
+Each command runs in a thread of its own that pumps the socket (the client is
+synchronous); output is handed to the event loop as it arrives. A timeout or a
+cancellation closes the stream; the agent's own job control ends job processes
+(closing an exec stream does not kill what it started on every runtime).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import os
+import queue
+import shlex
+import struct
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from skyc.errors import TransportError
+from skyc.nodes import Node
+from skyc.runtime.transport import CommandResult, OutputSink, StdinSource
+
+CONTAINER = "node"
+FRAME = 1 << 20
+STDIN, STDOUT, STDERR, ERROR = 0, 1, 2, 3
+
+# Runs in the pod: frames on stdin -> a plain stream on stdout that ends.
+DECODER = (
+    "import sys,struct\n"
+    "i=sys.stdin.buffer;o=sys.stdout.buffer\n"
+    "try:\n"
+    " while True:\n"
+    "  h=i.read(4)\n"
+    "  if len(h)<4:break\n"
+    "  n=struct.unpack('>I',h)[0]\n"
+    "  if n==0:break\n"
+    "  o.write(i.read(n));o.flush()\n"
+    "except BrokenPipeError:pass\n"
+)
+
+
+def frames(chunk: bytes) -> list[bytes]:
+    """A chunk of stdin as length-prefixed frames (empty chunks send nothing)."""
+    return [struct.pack(">I", len(part)) + part
+            for part in (chunk[i:i + FRAME] for i in range(0, len(chunk), FRAME))]
+
+
+END = struct.pack(">I", 0)
+
+
+def remote_command(command: str, *, with_stdin: bool) -> list[str]:
+    """The argv the pod runs: the command under bash, fed through the decoder."""
+    if not with_stdin:
+        return ["/bin/bash", "-c", command]
+    return ["/bin/bash", "-c", f"python3 -c {shlex.quote(DECODER)} | {{ {command}\n}}"]
+
+
+def exit_code(status_text: str, node: str) -> int:
+    """The exit code in the stream's status message (channel 3)."""
+    if not status_text.strip():
+        raise TransportError(f"node {node}: the exec stream ended without an exit status "
+                             "(the pod or the API server went away)")
+    try:
+        status = json.loads(status_text)
+    except ValueError:
+        raise TransportError(f"node {node}: unreadable exec status: {status_text[:200]}") from None
+    if status.get("status") == "Success":
+        return 0
+    for cause in (status.get("details") or {}).get("causes") or []:
+        if cause.get("reason") == "ExitCode":
+            return int(cause.get("message", "1"))
+    raise TransportError(f"node {node}: exec failed: {status.get('message') or status_text}")
+
+
+class KubeTransport:
+    """Commands in one pod (``node.pod`` in ``node.namespace`` of ``node.context``)."""
+
+    def __init__(self, node: Node, workspace: Path, *, connect_timeout: float = 10.0,
+                 kubeconfig: str | None = None) -> None:
+        if not node.pod:
+            raise TransportError(f"kubernetes node {node.name} has no pod")
+        self.node = node
+        self.workspace = workspace
+        self.connect_timeout = connect_timeout
+        self.kubeconfig = kubeconfig
+        self._api: Any = None
+
+    @property
+    def _where(self) -> str:
+        n = self.node
+        return f"pod {n.namespace or 'default'}/{n.pod} (context {n.context or 'current'})"
+
+    def _client(self) -> Any:
+        try:
+            config: Any = importlib.import_module("kubernetes.config")
+            client: Any = importlib.import_module("kubernetes.client")
+        except ImportError:
+            raise TransportError("reaching pods needs the 'kubernetes' package",
+                                 hint="pip install 'skyc[kubernetes]'") from None
+        # KUBECONFIG as it is now (the client reads it once, when first imported).
+        config_file = self.kubeconfig or os.environ.get("KUBECONFIG") or None
+        try:
+            api_client = config.new_client_from_config(config_file=config_file,
+                                                       context=self.node.context)
+        except (config.ConfigException, OSError, ValueError) as exc:
+            raise TransportError(f"node {self.node.name}: kubeconfig: {exc}",
+                                 hint="check KUBECONFIG / ~/.kube/config") from None
+        return client.CoreV1Api(api_client)
+
+    def _phase(self) -> str:
+        pod = self._api.read_namespaced_pod(self.node.pod, self.node.namespace or "default",
+                                            _request_timeout=10)
+        return str(pod.status.phase or "Unknown")
+
+    async def connect(self, timeout: float) -> None:
+        """Wait (up to ``timeout`` s) until the pod runs."""
+        if self._api is None:
+            self._api = await asyncio.to_thread(self._client)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                phase = await asyncio.to_thread(self._phase)
+            except Exception as exc:  # the client's ApiException, urllib3 errors
+                status = getattr(exc, "status", None)
+                if status in (401, 403, 404) or time.monotonic() > deadline:
+                    raise TransportError(f"node {self.node.name}: cannot read {self._where}: "
+                                         f"{getattr(exc, 'reason', None) or exc}") from None
+                phase = "Unreachable"
+            if phase == "Running":
+                return
+            if phase in ("Succeeded", "Failed"):
+                raise TransportError(f"node {self.node.name}: {self._where} has ended ({phase})")
+            if time.monotonic() > deadline:
+                raise TransportError(f"node {self.node.name}: {self._where} is not running "
+                                     f"after {timeout:g} s ({phase})")
+            await asyncio.sleep(0.5)
+
+    def _open(self, argv: list[str], with_stdin: bool) -> Any:
+        stream: Any = importlib.import_module("kubernetes.stream")
+        return stream.stream(
+            self._api.connect_get_namespaced_pod_exec, self.node.pod,
+            self.node.namespace or "default", command=argv, container=CONTAINER,
+            stdin=with_stdin, stdout=True, stderr=True, tty=False,
+            _preload_content=False, binary=True)
+
+    async def run(
+        self,
+        command: str,
+        *,
+        stdin: StdinSource = None,
+        on_stdout: OutputSink | None = None,
+        timeout: float | None = None,
+    ) -> CommandResult:
+        if self._api is None:
+            await self.connect(self.connect_timeout)
+        loop = asyncio.get_running_loop()
+        with_stdin = stdin is not None
+        argv = remote_command(command, with_stdin=with_stdin)
+        inbox: queue.Queue[bytes | None] = queue.Queue(maxsize=16)
+        stop = threading.Event()
+        done: asyncio.Future[tuple[bytes, bytes, str]] = loop.create_future()
+        out: list[bytes] = []
+        sink = on_stdout
+
+        def emit(data: bytes) -> None:
+            if sink is not None:
+                sink(data)
+            else:
+                out.append(data)
+
+        def post(fn: Any, *args: Any) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone (the run was ended)
+                loop.call_soon_threadsafe(fn, *args)
+
+        def pump() -> None:
+            err: list[bytes] = []
+            try:
+                ws = self._open(argv, with_stdin)
+                try:
+                    status = _pump(ws, inbox, stop, err, lambda d: post(emit, d))
+                finally:
+                    ws.close()
+            except BaseException as exc:  # handed to the loop, raised there
+                post(_fail, done, exc)
+                return
+            post(_finish, done, (b"", b"".join(err), status))
+
+        thread = threading.Thread(target=pump, name=f"kube-exec-{self.node.name}", daemon=True)
+        thread.start()
+        feeder = asyncio.create_task(_feed(inbox, stdin, stop)) if with_stdin else None
+        try:
+            _, err, status = await asyncio.wait_for(asyncio.shield(done), timeout)
+        except asyncio.TimeoutError:
+            stop.set()
+            raise TransportError(
+                f"node {self.node.name}: command timed out after {timeout} s") from None
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            if feeder is not None:
+                feeder.cancel()
+                with contextlib.suppress(BaseException):
+                    await feeder
+        await asyncio.sleep(0)  # output handed over before the end runs first
+        return CommandResult(exit_code(status, self.node.name), b"".join(out), err)
+
+    async def close(self) -> None:
+        if self._api is not None:
+            with contextlib.suppress(Exception):
+                self._api.api_client.close()
+            self._api = None
+
+
+def _fail(done: asyncio.Future[Any], exc: BaseException) -> None:
+    if done.done():
+        return
+    if isinstance(exc, TransportError):
+        done.set_exception(exc)
+    else:
+        reason = getattr(exc, "reason", None) or exc
+        done.set_exception(TransportError(f"exec stream failed: {reason}"))
+
+
+def _finish(done: asyncio.Future[Any], value: Any) -> None:
+    if not done.done():
+        done.set_result(value)
+
+
+async def _feed(inbox: queue.Queue[bytes | None], stdin: StdinSource,
+                stop: threading.Event) -> None:
+    """Frames of ``stdin`` into the pump's queue, then the end frame."""
+    async def put(item: bytes) -> None:
+        while not stop.is_set():
+            try:
+                inbox.put_nowait(item)
+                return
+            except queue.Full:
+                await asyncio.sleep(0.005)
+
+    if isinstance(stdin, bytes):
+        for frame in frames(stdin):
+            await put(frame)
+    elif stdin is not None:
+        async for chunk in stdin:
+            for frame in frames(chunk):
+                await put(frame)
+    await put(END)
+
+
+def _pump(ws: Any, inbox: queue.Queue[bytes | None], stop: threading.Event,
+          err: list[bytes], emit: Any) -> str:
+    """Move bytes until the stream closes; the status text (channel 3)."""
+    status: list[bytes] = []
+    ended = False
+    while ws.is_open() and not stop.is_set():
+        while not ended:
+            try:
+                item = inbox.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                continue
+            ws.write_channel(STDIN, item)
+            if item == END:
+                ended = True
+                ws.close_channel(STDIN)  # v5 only; the end frame does it on v4
+        ws.update(timeout=0.02)
+        for channel, target in ((STDOUT, None), (STDERR, err), (ERROR, status)):
+            data = ws.read_channel(channel)
+            if data:
+                if target is None:
+                    emit(bytes(data))
+                else:
+                    target.append(bytes(data))
+    if stop.is_set():
+        raise TransportError("exec stream stopped")
+    for channel, target in ((STDOUT, None), (STDERR, err), (ERROR, status)):
+        data = ws.read_channel(channel)
+        if data:
+            if target is None:
+                emit(bytes(data))
+            else:
+                target.append(bytes(data))
+    return b"".join(status).decode(errors="replace")
