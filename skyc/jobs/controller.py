@@ -129,7 +129,9 @@ class Controller:
         try:
             tasks = self._load(job)
         except SkycError as exc:
-            return self._finish("FAILED", f"cannot load the task: {exc.message}", None)
+            hint = f" ({exc.hint})" if exc.hint else ""
+            return self._finish("FAILED", f"cannot load the task: {exc.message}{hint}",
+                                job.cluster)
         if job.status == "PENDING":
             self.store.set_status(self.job_id, "STARTING", "controller started",
                                   started_at=time.time())
@@ -393,12 +395,21 @@ def _wait_for(job: ManagedJob, ttl: float) -> float:
     pid = job.controller_pid
     if job.lease_owner is None or pid is None:
         return 0.0
-    if not job.lease_owner.startswith(os.uname().nodename + ":"):
+    if not job.lease_owner.startswith(os.uname().nodename + ":") or _running(pid):
         return 0.0
+    return max(0.0, (job.lease_until or 0) - time.time()) + ttl / 3
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` runs on this machine (a zombie has stopped running)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return max(0.0, (job.lease_until or 0) - time.time()) + ttl / 3
-    except PermissionError:
-        return 0.0
-    return 0.0
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
