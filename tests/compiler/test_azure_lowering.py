@@ -38,7 +38,8 @@ def _run(case: str, tmp_path: Path) -> list[RecordedResource]:
 
 
 def _of(recorded: list[RecordedResource], type_token: str) -> list[dict[str, Any]]:
-    return [r.inputs for r in recorded if r.type == type_token]
+    """The inputs of every resource of one type, by name (registration order varies)."""
+    return [r.inputs for r in sorted(recorded, key=lambda r: r.name) if r.type == type_token]
 
 
 def _image(vm: dict[str, Any]) -> tuple[str, str, str]:
