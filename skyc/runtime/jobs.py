@@ -25,7 +25,7 @@ from skyc.runtime.logs import (
     update_job_table,
 )
 from skyc.runtime.remote import NodeAgent
-from skyc.runtime.session import ClusterSession
+from skyc.runtime.session import ClusterSession, node_phase_log
 from skyc.runtime.spec import JobResult, JobSpec, NodeResult
 from skyc.runtime.sync import SyncCache, sync_tree
 
@@ -165,7 +165,8 @@ async def _stages(session: ClusterSession, spec: JobSpec, job_id: int, log: JobL
         async def start(agent: NodeAgent) -> int:
             env = node_env(cluster, agent.transport.node, spec, task_id, name)
             payload = {"command": command, "env": env, "cwd": cwd}
-            out = log.sink(agent.name, agent.label)
+            node = agent.transport.node
+            out = log.sink(agent.name, agent.label, name, node_phase_log(node, job_id, name))
             try:
                 return await agent.run_phase(
                     job_id, name, payload, follow=follow, setup_hash=setup_hash,
@@ -212,6 +213,7 @@ def run_job(
     Output goes to ``on_output`` as bytes, each line prefixed with its node's label
     (``(head, rank=0) ...``), and/or to ``on_line(label, line)`` decoded line by line.
     Each node's output is saved once, as ``$SKYC_HOME/logs/<cluster>/<job_id>/<node>.log``
+    (run) and ``<node>.setup.log`` (a hard link to a local node's own log of the phase)
     (``log_dir`` replaces ``$SKYC_HOME/logs/<cluster>``). ``on_start(job_id, log_dir)``
     is called as soon as the job has its id. With ``hold_lock`` the id is allocated under
     the cluster's shared lock (so not while the cluster is being destroyed). A failed job

@@ -92,33 +92,84 @@ class LineSplitter:
             self.buf = b""
 
 
-class NodeOutput:
-    """One node's output: written raw to its log file and passed on, prefixed."""
+class _Store:
+    """Where a phase's output is kept locally: chunk by chunk into ``dest``, or, when
+    the node's own log of the phase is a file on this machine (``source``), as a hard
+    link to it (one copy on disk, which outlives the node's directory). A link that
+    cannot be made (another filesystem, no such file yet) falls back to writing."""
 
-    def __init__(self, log: BinaryIO | None, label: str, on_output: OutputCallback | None,
+    def __init__(self, dest: Path, source: Path | None) -> None:
+        self.dest = dest
+        self.source = source
+        self.fh: BinaryIO | None = None
+        self.linked = False
+
+    def _link(self) -> bool:
+        if self.source is None or self.fh is not None:
+            return False
+        try:
+            os.link(self.source, self.dest)
+        except OSError:
+            self.source = None  # write what comes instead
+            return False
+        self.linked = True
+        return True
+
+    def feed(self, chunk: bytes) -> None:
+        if self.linked or self._link():
+            return
+        if self.fh is None:
+            self.fh = self.dest.open("ab")
+        self.fh.write(chunk)
+        self.fh.flush()
+
+    def flush(self) -> None:
+        """The phase ended (or a detached one started): link a log that had no output
+        yet, so that a detached job's log is kept as it grows."""
+        if not self.linked and self.fh is None and self.source is not None \
+                and self.source.exists():
+            self._link()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None
+
+
+class NodeOutput:
+    """One node's output: kept raw in its log (``store``) and passed on, prefixed."""
+
+    def __init__(self, store: _Store | None, label: str, on_output: OutputCallback | None,
                  on_line: LineCallback | None) -> None:
-        self.log = log
+        self.store = store
         self.prefixer = Prefixer(label, on_output) if on_output is not None else None
         self.splitter = LineSplitter(label, on_line) if on_line is not None else None
 
     def feed(self, chunk: bytes) -> None:
-        if self.log is not None:
-            self.log.write(chunk)
-            self.log.flush()
+        if self.store is not None:
+            self.store.feed(chunk)
         if self.prefixer is not None:
             self.prefixer.feed(chunk)
         if self.splitter is not None:
             self.splitter.feed(chunk)
 
     def flush(self) -> None:
+        if self.store is not None:
+            self.store.flush()
         if self.prefixer is not None:
             self.prefixer.flush()
         if self.splitter is not None:
             self.splitter.flush()
 
 
+def log_name(node: str, phase: str) -> str:
+    """``<node>.log`` for the run phase, ``<node>.<phase>.log`` for another (setup)."""
+    return f"{node}.log" if phase == "run" else f"{node}.{phase}.log"
+
+
 class JobLog:
-    """Each node's output in ``<node>.log`` (raw bytes, once), passed on to the caller."""
+    """Each node's output of each phase, stored once (raw bytes): ``<node>.log`` (run)
+    and ``<node>.setup.log``; passed on to the caller, prefixed."""
 
     def __init__(self, directory: Path | None, on_line: LineCallback | None,
                  on_output: OutputCallback | None = None) -> None:
@@ -127,17 +178,21 @@ class JobLog:
             directory.mkdir(parents=True, exist_ok=True)
         self.on_line = on_line
         self.on_output = on_output
-        self._files: dict[str, BinaryIO] = {}
+        self._stores: dict[tuple[str, str], _Store] = {}
 
-    def sink(self, node: str, label: str) -> NodeOutput:
-        fh = self._files.get(node)
-        if fh is None and self.dir is not None:
-            fh = self._files[node] = (self.dir / f"{node}.log").open("ab")
-        return NodeOutput(fh, label, self.on_output, self.on_line)
+    def sink(self, node: str, label: str, phase: str = "run",
+             source: Path | None = None) -> NodeOutput:
+        """``source``: the node's own log of the phase when it is a file on this machine
+        (a local node); it is then hard-linked, not copied."""
+        store = self._stores.get((node, phase))
+        if store is None and self.dir is not None:
+            store = self._stores[(node, phase)] = _Store(self.dir / log_name(node, phase),
+                                                         source)
+        return NodeOutput(store, label, self.on_output, self.on_line)
 
     def close(self) -> None:
-        for fh in self._files.values():
-            fh.close()
+        for store in self._stores.values():
+            store.close()
 
 
 _table_lock = threading.Lock()

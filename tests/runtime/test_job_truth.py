@@ -239,3 +239,29 @@ def test_a_50_mb_line_without_newline_stays_in_bounded_memory(
     assert result.ok
     assert got[0] >= 50_000_000
     assert peak < 16 * 1024 * 1024, peak
+
+
+def test_a_local_nodes_log_is_stored_once_and_outlives_the_node(
+        local_cluster: ClusterInfo, skyc_home: Path) -> None:
+    import shutil
+
+    spec = JobSpec(setup="echo set-up", run="echo out-$SKYPILOT_NODE_RANK; echo more")
+    result = run_job(local_cluster, spec, on_output=lambda data: None)
+    assert result.ok
+    stored = skyc_home / "logs" / "loc" / str(result.job_id)
+    for rank, node in enumerate(local_cluster.nodes):
+        own = Path(node.node_dir or "", ".skyc", "jobs", str(result.job_id))
+        for phase, name in (("run", f"{node.name}.log"), ("setup", f"{node.name}.setup.log")):
+            local, there = stored / name, own / f"{phase}.log"
+            # One file on disk: the stored log is the node's own (a hard link, not a copy).
+            assert os.stat(local).st_ino == os.stat(there).st_ino, (local, there)
+        assert (stored / f"{node.name}.log").read_text() == f"out-{rank}\nmore\n"
+        assert (stored / f"{node.name}.setup.log").read_text() == "set-up\n"
+    detached = run_job(local_cluster, JobSpec(run="echo later; sleep 0.5; echo done"),
+                       detach=True)
+    head_log = skyc_home / "logs" / "loc" / str(detached.job_id) / "head.log"
+    assert wait_until(lambda: head_log.exists() and "done" in head_log.read_text())
+    for node in local_cluster.nodes:  # what destroying the nodes does to their files
+        shutil.rmtree(node.node_dir or "")
+    assert (stored / "worker1.log").read_text() == "out-1\nmore\n"
+    assert head_log.read_text() == "later\ndone\n"

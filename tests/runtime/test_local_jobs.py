@@ -59,7 +59,8 @@ def test_setup_and_run_on_two_nodes_with_env(local_cluster: ClusterInfo, tmp_pat
     # saved locally, prefixed; the secret is nowhere on disk
     # each node's output is stored once, as it came
     job_logs = skyc_home / "logs" / "loc" / str(result.job_id)
-    assert sorted(p.name for p in job_logs.iterdir()) == ["head.log", "worker1.log"]
+    assert sorted(p.name for p in job_logs.iterdir()) == [
+        "head.log", "head.setup.log", "worker1.log", "worker1.setup.log"]
     assert "training" in (job_logs / "worker1.log").read_text().splitlines()
     for root in (skyc_home, tmp_path / "node0", tmp_path / "node1", tmp_path / "workspace"):
         for path in root.rglob("*"):
