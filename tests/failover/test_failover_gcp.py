@@ -5,21 +5,31 @@ the ProvisionError the GCP classifier makes of a fixture (GCP's error text in
 the events a failed ``pulumi up`` emits, tests/fixtures/errors/gcp/), and the
 next placement comes from the real optimizer over the bundled catalog with
 the blocked places. Only the provisioning step is a stand-in: no GCP account
-can be reached from here.
+can be reached from here. The last test runs the real Pulumi engine (Automation
+API) on the compiled GCP stacks with the stand-in ``pulumi`` CLI
+(tests/support/pulumi_standin.py: no Pulumi CLI can be installed here) failing
+the VM with GCP's recorded error texts.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from skyc.catalog import load_catalog
+from skyc.compiler import classify_error
 from skyc.compiler.gcp.errors import classify
+from skyc.config import SkycConfig
 from skyc.errors import ProvisionError
 from skyc.failover import Attempt, Blocked, provision_with_failover
 from skyc.optimizer import optimize
 from skyc.optimizer.plan import Placement
+from skyc.provision import destroy_attempt, plan_changes
+from skyc.stacks import ApplyFailed, open_engine
+from skyc.task.candidate import ResourceCandidate
 from tests.compiler.test_gcp_errors import FIXTURES, diagnostics
 from tests.optimizer.helpers import make_task
 
@@ -134,3 +144,60 @@ def test_errors_another_placement_cannot_fix_stop_at_once(fixture: str) -> None:
                                 cleanup=lambda p: None, next_placement=next_placement)
     assert not info.value.retryable and info.value.hint
     assert len(tried) == 1 and len(asked) == 1  # no second placement was even asked for
+
+
+def _gcp_message(fixture: str) -> str:
+    """The fullest text GCP's refusal has in the fixture (the engine's form of it)."""
+    messages = [json.loads(line)["diagnosticEvent"]["message"]
+                for line in (FIXTURES / f"{fixture}.jsonl").read_text().splitlines()
+                if "compute/instance:Instance" in line and "diagnosticEvent" in line]
+    return str(max(messages, key=len)).strip()
+
+
+@pytest.mark.slow
+def test_failover_through_the_pulumi_engine(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pulumi_gcp", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
+    from tests.support.pulumi_standin import install
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("SKYC_HOME", str(home))
+    monkeypatch.setenv("SKYC_PULUMI_ROOT", str(install(tmp_path / "standin")))
+    monkeypatch.setenv("STANDIN_FAIL_TYPE", "gcp:compute/instance:Instance")
+    faults = {"europe-west4-a": "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
+              "europe-west4-b": "QUOTA_EXCEEDED.nvidia-a100"}
+    config = SkycConfig.model_validate({"gcp": {"project": "my-project-1"}})
+    next_placement, _ = _planner(A100X8_GCP)
+    tried: list[str] = []
+    cleaned: list[str] = []
+
+    def provision(p: Placement) -> set[str]:
+        tried.append(p.zone or "")
+        if p.zone in faults:
+            monkeypatch.setenv("STANDIN_FAIL", _gcp_message(faults[p.zone]))
+        else:
+            monkeypatch.delenv("STANDIN_FAIL", raising=False)
+        diff = plan_changes("train", p, ResourceCandidate(index=0), config=config)
+        engine = open_engine("pulumi", home / "clusters" / "train")
+        try:
+            engine.apply(diff)
+        except ApplyFailed as failed:
+            error = classify_error("gcp", failed.diagnostics, placement=p)
+            assert error is not None, failed.diagnostics
+            raise error from None
+        return set(engine.outputs())
+
+    def cleanup(p: Placement) -> None:
+        cleaned.append(p.zone or "")
+        destroy_attempt("train")
+
+    result = provision_with_failover(next_placement([]), provision=provision, cleanup=cleanup,
+                                     next_placement=next_placement)
+    assert tried[:2] == ["europe-west4-a", "europe-west4-b"] and len(tried) == 3
+    assert not tried[2].startswith("europe-west4")
+    assert cleaned == tried[:2]
+    assert [a.error for a in result.attempts] == [
+        "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS", "QUOTA_EXCEEDED", None]
+    assert result.value == {"external_ips", "instance_names", "internal_ips", "ssh_user"}
+    program = (home / "clusters" / "train" / "__main__.py").read_text()
+    assert f'zone="{tried[2]}"' in program and "europe-west4" not in program
