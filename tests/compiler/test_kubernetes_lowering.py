@@ -96,7 +96,8 @@ def test_the_cases_cover_what_they_are_named_for(tmp_path: Path) -> None:
              if m["kind"] == "Service" and m["spec"].get("type") == "LoadBalancer"]
     assert [p["port"] for p in ports[0]["spec"]["ports"]] == [8080, 9000, 9001, 9002]
     merged = pods("pod_config_merged")[0]
-    assert merged["metadata"]["annotations"] == {"example.com/owner": "ml-platform"}
+    assert merged["metadata"]["annotations"] == {  # the engine's wait: pending_timeout
+        "example.com/owner": "ml-platform", "pulumi.com/timeoutSeconds": "600"}
     assert merged["spec"]["imagePullSecrets"] == [{"name": "ghcr"}]
     container = merged["spec"]["containers"][0]
     assert container["name"] == "node" and container["env"][0]["name"] == "HF_HOME"

@@ -69,7 +69,9 @@ RULES: tuple[_Rule, ...] = (
     _rule("NoMatchingNode", r"didn't match (?:Pod's )?node (?:affinity|selector)",
           "region", True,
           "no node in the context has the accelerator's label (see kubernetes.accelerator_label)"),
-    _rule("PendingTimeout", r"^PendingTimeout:", "region", True),
+    _rule("PendingTimeout", r"^PendingTimeout:|timed out waiting to be Ready", "region", True,
+          "the pods were not scheduled within kubernetes.pending_timeout: the context has no "
+          "room for them now"),
     _rule("Unschedulable", r"nodes are available|^Unschedulable:", "region", True),
 )
 

@@ -29,7 +29,10 @@ the context's ``network_resources`` (the interconnect device plugin's resource,
 e.g. ``rdma/ib``, whose name varies per cluster) and prefers one zone for all
 pods. The task's ``ports`` become a Service (``kubernetes.ports_service``,
 LoadBalancer by default) in front of the head pod. ``kubernetes.pod_config`` is
-merged into every pod (see :mod:`manifest`).
+merged into every pod (see :mod:`manifest`). Each pod carries the engine's wait
+for readiness (``pulumi.com/timeoutSeconds`` = ``kubernetes.pending_timeout``): a
+pod still unscheduled then fails the apply as a capacity error of the context,
+and failover moves on.
 
 Engine: Pulumi with ``pulumi_kubernetes``. Manifests are written in the
 Kubernetes API's own shape (camelCase mappings, passed through unchanged by the
@@ -61,6 +64,9 @@ CLUSTER_LABEL = "skyc-cluster"
 NODE_LABEL = "skyc-node"
 PROVIDER = "kubernetes"
 MAX_PORTS = 100
+# How long the engine waits for a pod to become ready: a pod still Pending then is a
+# capacity error (see errors.py), not a hang.
+TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 DEFAULT_CPUS = 2.0
 DEFAULT_MEMORY_GIB = 8.0
 _KEEP_ALIVE = "trap 'exit 0' TERM INT; sleep infinity & wait"
@@ -176,8 +182,11 @@ class _Shape:
         return selector
 
 
-def _metadata(name: str, namespace: str | None, labels: dict[str, str]) -> dict[str, Any]:
+def _metadata(name: str, namespace: str | None, labels: dict[str, str],
+              annotations: dict[str, str] | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
     if namespace:
         meta["namespace"] = namespace
     return meta
@@ -241,7 +250,8 @@ def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | No
         if tolerations:
             spec["tolerations"] = tolerations
         name = f"{service}-{host}"[:63]
-        pod = {"metadata": _metadata(name, namespace, pod_labels), "spec": spec}
+        pod = {"metadata": _metadata(name, namespace, pod_labels, {
+            TIMEOUT_ANNOTATION: str(math.ceil(kube.pending_timeout))}), "spec": spec}
         merged = manifest.merge(pod, pod_config)
         merged["metadata"].update(_metadata(name, namespace, {**merged["metadata"].get(
             "labels", {}), **pod_labels}))
