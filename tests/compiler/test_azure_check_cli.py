@@ -38,6 +38,7 @@ def test_check_shows_the_cli_login_and_subscription(tmp_path: Path) -> None:
     r = _check(home)
     assert r.returncode == 0, r.stderr
     assert "disabled" in _azure_line(r.stdout)
+    assert "no Azure login found (no azureProfile.json" in r.stdout and "az login" in r.stdout
     (azure / "azureProfile.json").write_text(json.dumps({"subscriptions": [
         {"id": SUB, "name": "research", "state": "Enabled", "isDefault": True,
          "tenantId": "t"}]}), encoding="utf-8-sig")
