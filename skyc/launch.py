@@ -178,6 +178,10 @@ def launch(
     ):
         try:
             info, placement, attempts = _provision(task, name, opts, config, db, reporter)
+            if spec is not None and len(info.nodes) > placement.num_nodes:
+                # Each placed node is several hosts (the workers of a multi-host TPU
+                # slice): the job runs on every one of them.
+                spec = spec.model_copy(update={"num_nodes": None})
         except KeyboardInterrupt:
             # The cluster keeps its status (INIT): what exists is in the engine's state.
             db.add_event(name, "interrupted", "provisioning interrupted (Ctrl-C)")
