@@ -152,6 +152,8 @@ def test_infiniband_sizes(size: str, infiniband: bool) -> None:
     ("Standard_D4s_v5", True),
     ("Standard_A2_v2", False),
     ("Standard_B2s", False),
+    ("Standard_D2s_v3", False),   # fewer than four vCPUs
+    ("Standard_DS1_v2", False),
 ])
 def test_accelerated_networking(size: str, accelerated: bool) -> None:
     assert accelerated_networking(size) is accelerated

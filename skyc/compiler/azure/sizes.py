@@ -57,5 +57,15 @@ def is_infiniband(size: str) -> bool:
     return size_facts(size).infiniband
 
 
+# Accelerated networking needs at least two vCPUs, and four on the older sizes with
+# hyperthreading; Azure refuses a VM whose NIC asks for it on a size without it
+# (VMSizeIsNotPermittedToEnableAcceleratedNetworking), so sizes under four vCPUs
+# go without it.
+MIN_ACCELERATED_VCPUS = 4
+_VCPUS = re.compile(r"^Standard_[A-Z]+(\d+)")
+
+
 def accelerated_networking(size: str) -> bool:
-    return size_facts(size).accelerated_networking
+    vcpus = _VCPUS.match(size)
+    return (size_facts(size).accelerated_networking and vcpus is not None
+            and int(vcpus.group(1)) >= MIN_ACCELERATED_VCPUS)
