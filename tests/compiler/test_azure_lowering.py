@@ -192,6 +192,8 @@ IB = Placement(cloud="azure", region="eastus2", instance_type="Standard_ND96isr_
     (IB.model_copy(update={"instance_type": "Standard_D4_v3", "accelerators": None}),
      {"disk_tier": "high"}, ConfigError, "Premium SSD"),
     (IB.model_copy(update={"num_nodes": 201}), {}, UnsupportedFeature, "num_nodes"),
+    (IB, {"labels": {"team/ml": "x"}}, ConfigError, "labels.team/ml: not an Azure tag"),
+    (IB, {"labels": {"team": "x" * 257}}, ConfigError, "labels.team"),
 ])
 def test_requests_azure_cannot_take_are_refused_by_field(
         placement: Placement, candidate: dict[str, Any], error: type[Exception],

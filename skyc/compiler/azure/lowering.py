@@ -94,6 +94,9 @@ _ZONE = re.compile(r"^(?:[a-z][a-z0-9]*-)?([1-9])$")
 # Size names: family letters, vCPUs, an optional constrained count, feature letters.
 _SIZE = re.compile(r"^Standard_([A-Z]+)(\d+)(?:-\d+)?([a-z]*)")
 
+_BAD_TAG = re.compile(r"[<>%&\\?/]")
+MAX_TAG_NAME, MAX_TAG_VALUE = 512, 256
+
 RG = Ref(resource="resource_group", attribute="name")
 
 
@@ -228,6 +231,11 @@ def _check(placement: Placement, candidate: ResourceCandidate) -> None:
                           hint="Azure regions are names such as eastus2 or westeurope")
     if not placement.instance_type:
         raise UnsupportedFeature("azure placement has no instance_type")
+    for key, value in candidate.labels.items():
+        if _BAD_TAG.search(key) or len(key) > MAX_TAG_NAME or len(str(value)) > MAX_TAG_VALUE:
+            raise ConfigError(
+                f"labels.{key}: not an Azure tag (names have no < > % & \\ ? /, at most "
+                f"{MAX_TAG_NAME} characters; values at most {MAX_TAG_VALUE})")
     if uses_availability_set(placement, candidate):
         if placement.use_spot:
             raise UnsupportedFeature(
