@@ -95,9 +95,14 @@ def test_an_image_the_target_cannot_use_is_refused_before_provisioning(skyc: Sky
 
 
 def test_a_target_skyc_cannot_provision_is_refused_before_provisioning(skyc: Skyc) -> None:
-    skyc.write("gcp.yaml", "name: gcpjob\nresources:\n  infra: gcp\n  cpus: 2\nrun: echo hi\n")
-    err = _refused(skyc("apply", "gcp.yaml", "--yes"))
-    assert "skyc cannot provision on 'gcp' yet" in err, err
+    # A cloud of SkyPilot's that has offers (a catalog of its own) but no skyc target.
+    skyc.write("cat/lambda/vms.csv", "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,"
+               "MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch\n"
+               "gpu_1x_a10,A10,1,30.0,200.0,,0.75,,us-east-1,,x86_64\n")
+    skyc.write("lam.yaml", "name: lam\nresources:\n  infra: lambda\n  accelerators: A10:1\n"
+               "run: echo hi\n")
+    err = _refused(skyc("apply", "lam.yaml", "--yes", "--catalog", "cat"))
+    assert "skyc cannot provision on 'lambda' yet" in err, err
     _no_engine_ran(skyc)
 
 
