@@ -226,3 +226,24 @@ def test_nodes_from_outputs(tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="lack names"):
         nodes_from_outputs("azure", "c", {k: v for k, v in outputs.items() if k != "names"},
                            config=SkycConfig(), workspace=tmp_path)
+
+
+def test_names_fit_azure(tmp_path: Path) -> None:
+    """VM and host names take no underscores and at most 64 characters; resource group
+    names are unique per subscription, so a shortened name keeps a hash of the cluster's."""
+    long_name = "a" * 63
+    placement = IB.model_copy(update={"num_nodes": 200})
+    stack = build_stack(long_name, placement, ResourceCandidate(index=0), config=SkycConfig(),
+                        workspace=tmp_path)
+    names = stack.outputs["names"].value
+    assert len(names) == 200 and max(len(n) for n in names) <= 64
+    assert names[199].endswith("-worker199")
+    groups = set()
+    for cluster in ("my_cluster", "my-cluster", long_name, long_name[:-1] + "b"):
+        stack = build_stack(cluster, IB, ResourceCandidate(index=0), config=SkycConfig(),
+                            workspace=tmp_path)
+        group = stack.resource("resource_group").properties["resource_group_name"]
+        vm = stack.resource("node_0").properties
+        assert "_" not in vm["vm_name"] and len(vm["vm_name"]) <= 64
+        groups.add(group)
+    assert len(groups) == 4

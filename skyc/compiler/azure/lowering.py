@@ -37,6 +37,7 @@ refused here, naming the fields.
 from __future__ import annotations
 
 import base64
+import hashlib
 import ipaddress
 import re
 from pathlib import Path
@@ -57,6 +58,7 @@ PROVIDER_VERSION = ">= 3.0, < 4.0"
 VNET_CIDR = "10.0.0.0/16"
 SUBNET_CIDR = "10.0.0.0/20"
 FIRST_HOST = 4  # Azure reserves the first four addresses of every subnet
+MAX_BASE_NAME = 40  # skyc-<cluster>, shortened; "-worker199" must still fit 64
 MIN_DISK_GIB = 30  # the images' OS disk size
 MAX_DISK_GIB = 4095  # the largest OS disk Azure takes
 
@@ -214,6 +216,22 @@ def security_rules(ports: tuple[str, ...]) -> list[Block]:
     return rules
 
 
+def base_name(cluster: str) -> str:
+    """``skyc-<cluster>`` as Azure names take it: no underscores (VM and host names
+    refuse them), at most 40 characters (a short hash of the cluster name keeps a
+    shortened one unique), so ``-worker<rank>`` still fits a VM's 64."""
+    name = f"skyc-{cluster.replace('_', '-')}"
+    if len(name) > MAX_BASE_NAME or "_" in cluster:
+        digest = hashlib.sha256(cluster.encode()).hexdigest()[:8]
+        name = f"{name[:MAX_BASE_NAME - 9].rstrip('-')}-{digest}"
+    return name
+
+
+def vm_name(cluster: str, rank: int) -> str:
+    """The node's VM, NIC, public IP and host name."""
+    return f"{base_name(cluster)}-{node_name(rank)}"
+
+
 def private_ip(rank: int) -> str:
     return str(ipaddress.ip_network(SUBNET_CIDR)[FIRST_HOST + rank])
 
@@ -251,12 +269,12 @@ def _check(placement: Placement, candidate: ResourceCandidate) -> None:
 def _network(stack: Stack, tags: dict[str, str], cluster: str, region: str,
              ports: tuple[str, ...]) -> None:
     stack.add(_resource("resource_group", "resource_group", {
-        "resource_group_name": f"skyc-{cluster}", "location": region, "tags": tags}))
+        "resource_group_name": base_name(cluster), "location": region, "tags": tags}))
     stack.add(_resource("security_group", "security_group", {
-        "resource_group_name": RG, "network_security_group_name": f"skyc-{cluster}",
+        "resource_group_name": RG, "network_security_group_name": base_name(cluster),
         "location": region, "security_rules": security_rules(ports), "tags": tags}))
     stack.add(_resource("virtual_network", "virtual_network", {
-        "resource_group_name": RG, "virtual_network_name": f"skyc-{cluster}",
+        "resource_group_name": RG, "virtual_network_name": base_name(cluster),
         "location": region,
         "address_space": _args("network.AddressSpaceArgs", address_prefixes=[VNET_CIDR]),
         "tags": tags}, ignore_changes=["subnets"]))
@@ -314,13 +332,13 @@ def _nodes(stack: Stack, request: BuildRequest, tags: dict[str, str]) -> None:
     custom_data = shared.pop("custom_data")
     if uses_availability_set(placement, candidate):
         stack.add(_resource("availability_set", "availability_set", {
-            "resource_group_name": RG, "availability_set_name": f"skyc-{cluster}",
+            "resource_group_name": RG, "availability_set_name": base_name(cluster),
             "location": placement.region, "platform_fault_domain_count": 1,
             "platform_update_domain_count": 1,
             "sku": _args("compute.SkuArgs", name="Aligned"), "tags": tags}))
         shared["availability_set"] = _sub(Ref(resource="availability_set", attribute="id"))
     for rank in range(placement.num_nodes):
-        name = f"skyc-{cluster}-{node_name(rank)}"
+        name = vm_name(cluster, rank)
         node_tags = {**tags, "skyc-node": node_name(rank)}
         public: dict[str, Any] = {
             "resource_group_name": RG, "public_ip_address_name": name,
@@ -367,7 +385,7 @@ def build(request: BuildRequest) -> Stack:
     _nodes(stack, request, tags)
     nodes = range(placement.num_nodes)
     stack.outputs = {
-        "names": Output(value=[f"skyc-{cluster}-{node_name(i)}" for i in nodes]),
+        "names": Output(value=[vm_name(cluster, i) for i in nodes]),
         "private_ips": Output(value=[private_ip(i) for i in nodes]),
         "public_ips": Output(
             value=[Ref(resource=f"public_ip_{i}", attribute="ip_address") for i in nodes]),
