@@ -23,6 +23,25 @@ COMMON_ACCELERATORS: tuple[str, ...] = (
     "MI300X", "tpu-v5litepod-8", "tpu-v6e-8",
 )
 
+# Equal prices in one place: the instance family SkyPilot maps an accelerator to
+# first wins (``a3-highgpu-8g`` for H100 on GCP, not ``a3-edgegpu-8g``), then the
+# type's name. Families not listed come after the listed ones.
+PREFERRED_FAMILIES: tuple[str, ...] = (
+    "a3-highgpu-", "a3-megagpu-", "a3-ultragpu-", "a4-highgpu-", "a2-highgpu-",
+    "a2-ultragpu-", "g2-standard-", "n1-",
+    "p5.", "p5e.", "p5en.", "p4d.", "p4de.", "p3.", "g6e.", "g6.", "g5.", "g4dn.",
+    "Standard_ND", "Standard_NC", "Standard_NV",
+)
+
+
+def family_rank(instance_type: str) -> int:
+    """Where ``instance_type``'s family comes in :data:`PREFERRED_FAMILIES`."""
+    for i, prefix in enumerate(PREFERRED_FAMILIES):
+        if instance_type.startswith(prefix):
+            return i
+    return len(PREFERRED_FAMILIES)
+
+
 # Aliases (normalized key -> canonical name). TPU v5e is catalogued as v5litepod.
 _ALIASES: dict[str, str] = {
     "a100-40gb": "A100", "a100-40g": "A100", "a100-80g": "A100-80GB",

@@ -73,6 +73,15 @@ class Catalog:
             self._names = {normalize_key(n): n for n in sorted(names)}
         return self._names
 
+    def median_price(self, offer: Offer, min_regions: int) -> float | None:
+        """The median on-demand price of ``offer``'s instance type over its cloud's
+        regions (None for fixed machines and types priced in too few regions)."""
+        table = self.table(offer.cloud) if offer.elastic and offer.instance_type else None
+        if table is None or offer.instance_type is None:
+            return None
+        return table.median_price(offer.instance_type, offer.accelerator,
+                                  offer.accelerator_count, min_regions)
+
     def canonical_accelerator(self, name: str) -> str | None:
         return canonical_name(name, self.accelerator_names())
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skyc.catalog import hosts
+from skyc.catalog.accelerators import family_rank
 from skyc.catalog.offer import Offer, OfferQuery, quantity_ok
 
 Row = tuple[str, "str | None", "float | None", "float | None"]  # region, zone, price, spot
@@ -73,10 +74,31 @@ class CloudTable:
     cloud: str
     types: list[InstanceEntry]
     accelerators: list[AcceleratorEntry] = field(default_factory=list)
+    _medians: dict[tuple[str, str | None, float], float | None] = field(
+        default_factory=dict, repr=False, compare=False)
 
     def accelerator_names(self) -> set[str]:
         names = {t.accelerator for t in self.types if t.accelerator}
         return names | {a.name for a in self.accelerators}
+
+    def median_price(self, instance_type: str, accelerator: str | None, count: float,
+                     min_regions: int) -> float | None:
+        """The median over regions of the type's on-demand price (each region's
+        lowest), when at least ``min_regions`` price it; cached per table."""
+        cache = self._medians
+        key = (instance_type, accelerator, count)
+        if key not in cache:
+            import statistics
+
+            regions: dict[str, float] = {}
+            for t in self.types:
+                if t.name == instance_type and t.accelerator == accelerator and t.count == count:
+                    for row in t.rows:
+                        if row[2] is not None:
+                            regions[row[0]] = min(row[2], regions.get(row[0], row[2]))
+            cache[key] = (statistics.median(regions.values())
+                          if len(regions) >= min_regions else None)
+        return cache[key]
 
     # -- query -------------------------------------------------------------
     def query(self, q: OfferQuery) -> Iterator[Offer]:
@@ -90,18 +112,19 @@ class CloudTable:
             yield from self._all_paired(q)
             return
         col = 3 if q.cheapest == "spot" else 2
-        Best = tuple[float, str, InstanceEntry, Row]
+        Best = tuple[float, int, str, InstanceEntry, Row]
         best: dict[tuple[str, str | None, str | None, float], Best] = {}
         for t in self._types(q):
+            rank = family_rank(t.name)
             for row in t.rows:
                 price = row[3] if col == 3 else row[2]
                 if price is None or not _place_ok(row, q):
                     continue
                 key = (row[0], row[1], t.accelerator, t.count)
                 cur = best.get(key)
-                if cur is None or (price, t.name) < (cur[0], cur[1]):
-                    best[key] = (price, t.name, t, row)
-        offers = [self._offer(t, row) for _, _, t, row in best.values()]
+                if cur is None or (price, rank, t.name) < cur[:3]:
+                    best[key] = (price, rank, t.name, t, row)
+        offers = [self._offer(t, row) for _, _, _, t, row in best.values()]
         yield from cheapest_per_place([*offers, *self._all_paired(q)], col == 3)
 
     def _types(self, q: OfferQuery) -> Iterator[InstanceEntry]:
@@ -189,7 +212,8 @@ class CloudTable:
 
 
 def cheapest_per_place(offers: Iterable[Offer], spot: bool) -> list[Offer]:
-    """Per (region, zone, accelerator, count): the cheapest offer (ties: instance type)."""
+    """Per (region, zone, accelerator, count): the cheapest offer (ties: the preferred
+    family, :func:`~skyc.catalog.accelerators.family_rank`, then the type's name)."""
     best: dict[tuple[str, str | None, str | None, float], Offer] = {}
     for o in offers:
         price = o.spot_price if spot else o.price
@@ -202,7 +226,8 @@ def cheapest_per_place(offers: Iterable[Offer], spot: bool) -> list[Offer]:
             continue
         cur_price = cur.spot_price if spot else cur.price
         assert cur_price is not None
-        if (price, o.instance_type or "") < (cur_price, cur.instance_type or ""):
+        mine, theirs = o.instance_type or "", cur.instance_type or ""
+        if (price, family_rank(mine), mine) < (cur_price, family_rank(theirs), theirs):
             best[key] = o
     return list(best.values())
 

@@ -54,10 +54,11 @@ def _summary_rows(offers: list[Offer], names: list[str]) -> list[tuple[str, ...]
     return rows
 
 
-def _detail_rows(offers: list[Offer], all_regions: bool) -> list[tuple[str, ...]]:
+def _detail_rows(offers: list[Offer], all_regions: bool, cat: Catalog
+                 ) -> list[tuple[str, ...]]:
     from skyc.catalog.suspicious import suspicious_offers
 
-    odd = suspicious_offers(offers)
+    odd = suspicious_offers(offers, cat.median_price)
     groups: dict[tuple[str, ...], list[Any]] = {}
     for o in offers:
         key: tuple[str, ...] = (o.accelerator or "", f"{o.accelerator_count:g}", o.cloud,
@@ -139,7 +140,7 @@ def show_gpus(
         return
     cols = ("accelerator", "count", "cloud", "instance", "GiB/acc", "vCPUs", "$/hr/node",
             "spot $/hr/node", "region" if all_regions else "regions")
-    print_table(fitted_table(None, cols, _detail_rows(offers, all_regions),
+    print_table(fitted_table(None, cols, _detail_rows(offers, all_regions, cat),
                              right=("$/hr/node", "spot $/hr/node"),
                              drop=("GiB/acc", "vCPUs", "regions", "spot $/hr/node")))
     console.print("prices: the lowest per row, USD per hour for one node; "

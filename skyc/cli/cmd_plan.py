@@ -91,11 +91,32 @@ _COLUMNS = ("", "infra", "instance", "nodes", "vCPUs", "memory", "accelerators",
 _DROP_ORDER = ("memory", "vCPUs", "nodes", "accelerators")
 
 
-def _rows(plan: Plan, index: int) -> list[tuple[str, ...]]:
+def suspicious_placements(plan: Plan, cat: Any) -> set[int]:
+    """Placements priced far below their instance type elsewhere (a catalog error?):
+    shown only when the task pins that type and region. By ``id()`` of the placement."""
+    from skyc.catalog import Offer
+    from skyc.catalog.suspicious import suspicious_offers
+
+    out = set()
+    for tp in plan.tasks:
+        for p in [tp.placement, *tp.alternatives]:
+            if p.use_spot or not p.instance_type or p.region is None:
+                continue
+            acc, count = next(iter(sorted((p.accelerators or {}).items())), (None, 0.0))
+            offer = Offer(cloud=p.cloud, region=p.region, zone=p.zone,
+                          instance_type=p.instance_type, accelerator=acc,
+                          accelerator_count=count, accelerator_memory_gib=None, vcpus=None,
+                          memory_gib=None, price=_per_node(p), spot_price=None)
+            if suspicious_offers([offer], cat.median_price):
+                out.add(id(p))
+    return out
+
+
+def _rows(plan: Plan, index: int, odd: set[int]) -> list[tuple[str, ...]]:
     tp = plan.tasks[index]
     out: list[tuple[str, ...]] = []
     for i, p in enumerate([tp.placement, *tp.alternatives]):
-        spot = " spot" if p.use_spot else ""
+        spot = " spot" if p.use_spot else " suspicious" if id(p) in odd else ""
         out.append((
             "✔" if i == 0 else "", p.short_infra, p.instance_type or "-", str(p.num_nodes),
             f"{p.vcpus:g}" if p.vcpus is not None else "-",
@@ -105,11 +126,12 @@ def _rows(plan: Plan, index: int) -> list[tuple[str, ...]]:
     return out
 
 
-def _print_plan(plan: Plan, parallel: bool = False) -> None:
+def _print_plan(plan: Plan, parallel: bool = False, odd: set[int] | None = None
+                ) -> None:
     from skyc.cli.output import fitted_table, print_table
 
     for index, tp in enumerate(plan.tasks):
-        table = fitted_table(f"task {tp.name}", _COLUMNS, _rows(plan, index),
+        table = fitted_table(f"task {tp.name}", _COLUMNS, _rows(plan, index, odd or set()),
                              right=("nodes", "vCPUs", "memory", "$/hr/node", "$/hr total"),
                              drop=_DROP_ORDER)
         print_table(table)
@@ -117,6 +139,10 @@ def _print_plan(plan: Plan, parallel: bool = False) -> None:
         if note:
             console.print(f"  note: {note}", soft_wrap=True, markup=False)
     console.print(_verdict(plan, parallel), soft_wrap=True, markup=False)
+    if odd:
+        console.print("suspicious: priced far below the same instance type in other regions "
+                      "(a catalog error?); planned only because the task pins that type and "
+                      "region", soft_wrap=True, markup=False)
 
 
 def _step(tp: Any) -> str:
@@ -231,7 +257,7 @@ def plan_cmd(
     if cheaper:
         lines.append(cheaper_line(cheaper, plan))
     if fmt == "table":
-        _print_plan(plan, parallel)
+        _print_plan(plan, parallel, suspicious_placements(plan, cat))
         for line in lines:
             console.print(line, soft_wrap=True, markup=False)
     else:

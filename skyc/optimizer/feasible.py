@@ -105,11 +105,8 @@ def candidate_choices(cand: ResourceCandidate, num_nodes: int, catalog: CatalogL
         # picked unless the task pins that instance type and region.
         from skyc.catalog.suspicious import suspicious_offers
 
-        types = sorted({(o.cloud, o.instance_type) for o in offers if o.elastic
-                        and o.instance_type})
-        reference = [r for cloud, kind in types for r in catalog.offers(
-            OfferQuery(cloud=cloud, instance_type=kind, any_accelerator=True))]
-        odd = suspicious_offers(offers, reference)
+        median = getattr(catalog, "median_price", None)
+        odd = suspicious_offers(offers, median) if median is not None else set()
         offers = [o for o in offers if o not in odd]
     out = []
     for o in offers:
