@@ -32,6 +32,7 @@ from skyc.preflight import (
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
     from skyc.runtime import JobResult, JobSpec
+    from skyc.runtime.autostop import AutostopPlan
     from skyc.state import ClusterRecord, StateDB
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
@@ -67,6 +68,7 @@ class LaunchOptions:
     anywhere: bool = False   # allow re-provisioning a known cluster outside its region
     allow_reshape: bool = False  # remove nodes of a cluster even while jobs run there
     engine: str | None = None  # terraform or pulumi; None: the config's, else the target's
+    idle_minutes: float | None = None  # -i: autostop after that idle time (down: tear down)
     confirm: Callable[[str], bool] | None = None  # asked with the change summary; None = yes
 
 
@@ -190,13 +192,54 @@ def launch(
                 hint=f"run `skyc apply` again to resume (the engine's state is kept), "
                 f"or `skyc destroy {name}` to remove what was created",
             ) from None
+        autostop = autostop_setting(task, opts)
+        autostop_plan = None if autostop is None else plan_cluster_autostop(info, autostop[1])
         try:
             exit_code, job_id, failure = _run(task, spec, info, opts, db, reporter)
         finally:
-            if opts.down and not opts.detach:
+            if opts.down and not opts.detach and autostop is None:
                 reporter.stage("down", name)
                 _teardown(name, db, reporter)
+        if autostop is not None and autostop_plan is not None:
+            reporter.stage("autostop", f"after {autostop[0]:g} idle minute(s)"
+                           + (", down" if autostop[1] else ""))
+            set_cluster_autostop(info, autostop_plan, autostop, db)
     return LaunchResult(name, placement, attempts, exit_code, job_id, failure)
+
+
+AutostopSetting = tuple[float, bool, "str | None"]  # idle minutes, down, wait_for
+
+
+def autostop_setting(task: Task, opts: LaunchOptions) -> AutostopSetting | None:
+    """``-i N [--down]``, else the task's ``resources.autostop``; None when off."""
+    if opts.idle_minutes is not None:
+        return (opts.idle_minutes, opts.down, None)
+    auto = task.resources.autostop
+    if auto is None or not auto.enabled:
+        return None
+    return (float(auto.idle_minutes), auto.down or opts.down, auto.wait_for)
+
+
+def plan_cluster_autostop(info: ClusterInfo, down: bool) -> AutostopPlan:
+    """What autostop runs on the cluster's nodes, from its target's capabilities."""
+    from skyc.compiler import target
+    from skyc.runtime.autostop import plan_autostop
+
+    caps = target(info.cloud).capabilities
+    return plan_autostop(info, down=down, stop_start=caps.stop_start,
+                         creates_resources=caps.creates_resources)
+
+
+def set_cluster_autostop(info: ClusterInfo, plan: AutostopPlan, setting: AutostopSetting,
+                         db: StateDB) -> None:
+    """Start autostop on the nodes and record the setting (``skyc status`` shows it)."""
+    from skyc.runtime.autostop import set_autostop
+
+    minutes, down, wait_for = setting
+    set_autostop(info, plan, idle_minutes=minutes, down=down, wait_for=wait_for)
+    db.add_event(info.name, "autostop", f"autostop after {minutes:g} idle minute(s)"
+                 + (", down" if down else ", stop"),
+                 {"idle_minutes": minutes, "down": down, "wait_for": wait_for})
 
 
 def _provision(

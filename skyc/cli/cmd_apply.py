@@ -43,7 +43,12 @@ def apply_cmd(
                                   help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
                                      help="KEY=VAL, or KEY from this environment."),
-    down: bool = typer.Option(False, "--down", help="Destroy the cluster after the job."),
+    down: bool = typer.Option(False, "--down", help="Destroy the cluster after the job "
+                              "(with -i: once it has been idle that long)."),
+    idle_minutes: float | None = typer.Option(
+        None, "-i", "--idle-minutes-to-autostop", parser=params.IDLE_MINUTES,
+        help="Autostop: stop (with --down: tear down) the cluster after N idle minutes; "
+        "decided on the head node."),
     detach: bool = typer.Option(False, "-d", "--detach",
                                 help="Return once the job has started."),
     setup: bool = typer.Option(False, "--setup", help="Run setup again even if unchanged."),
@@ -101,6 +106,7 @@ def apply_cmd(
         ),
         confirm=None if yes else _confirm,
         engine=engine,
+        idle_minutes=idle_minutes,
     )
     result = launch(task_set.tasks, opts, ConsoleReporter())
     if detach and result.job_id is not None and not result.exit_code:

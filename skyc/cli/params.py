@@ -77,7 +77,24 @@ class Seconds:
         return number
 
 
+class Minutes:
+    """A finite number of minutes, 0 or more (0: as soon as idle), at most a year."""
+
+    def __init__(self) -> None:
+        self.__name__ = "minutes"
+
+    def __call__(self, value: Any) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise _invalid(f"expected a number of minutes, got {str(value)[:40]!r}") from None
+        if not math.isfinite(number) or not 0 <= number <= 366 * 1440:
+            raise _invalid(f"must be from 0 to {366 * 1440:,} minutes, got {value}")
+        return number
+
+
 ATTEMPTS = Count(1, 1000)
+IDLE_MINUTES = Minutes()
 JOB_ID = Count(1, 2**62)
 TIMEOUT = Seconds()
 LOCK_TIMEOUT = Seconds(zero_ok=True)

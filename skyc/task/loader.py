@@ -208,17 +208,21 @@ def _null_values(
     return out
 
 
-# Fields skyc accepts (SkyPilot task files load unchanged) but does not act on yet.
+# Fields skyc accepts (SkyPilot task files load unchanged) but does not act on where
+# they are set.
 _NOT_HONOURED = {
-    "autostop": "skyc does not stop idle clusters yet; 'autostop' is ignored "
-                "(run `skyc destroy` when done, or apply with --down)",
+    "autostop": "autostop is acted on as resources.autostop; in an alternative it is "
+                "ignored (move it up to resources)",
+    "job_recovery": "job_recovery is acted on as resources.job_recovery (by `skyc jobs "
+                    "launch`); in an alternative it is ignored (move it up to resources)",
 }
 
 
 def _not_honoured(task: Task, shown: str, lines: LineMap) -> list[SpecProblem]:
-    """A warning for each field that is set but not acted on, where it is set."""
+    """A warning for each field that is set but not acted on, where it is set (in the
+    any_of / ordered alternatives)."""
     res = task.resources
-    entries: list[tuple[tuple[str | int, ...], Any]] = [(("resources",), res)]
+    entries: list[tuple[tuple[str | int, ...], Any]] = []
     for kind in ("any_of", "ordered"):
         entries += [(("resources", kind, i), e) for i, e in enumerate(getattr(res, kind) or [])]
     out = []

@@ -114,16 +114,15 @@ def test_a_secret_without_a_value_is_refused(skyc: Skyc) -> None:
     _no_engine_ran(skyc)
 
 
-def test_fields_not_honoured_are_warned_about(skyc: Skyc) -> None:
+def test_autostop_and_job_recovery_are_acted_on_not_warned_about(skyc: Skyc) -> None:
     skyc.write("auto.yaml", "name: auto\nresources:\n  infra: local\n  autostop: 10m\n"
                             "  job_recovery: FAILOVER\n")
     for args in (("validate", "auto.yaml"), ("plan", "auto.yaml", "--no-diff")):
         result = skyc.ok(*args)
-        assert "warning:" in result.stderr and "'autostop' is ignored" in result.stderr, result
-        # job_recovery is acted on (by `skyc jobs launch`): no warning about it.
-        assert "job_recovery" not in result.stderr, result
-    result = skyc("apply", "auto.yaml", "--yes", "--down")
-    assert "'autostop' is ignored" in result.stderr, str(result)
+        assert "autostop" not in result.stderr and "job_recovery" not in result.stderr, result
+    # --down makes the task's autostop a teardown once idle (local nodes cannot stop).
+    result = skyc.ok("apply", "auto.yaml", "--yes", "--down")
+    assert "autostop after 10 idle minute(s), down" in result.stderr, str(result)
 
 
 def test_alias_bombs_get_a_clean_verdict_in_every_command(skyc: Skyc) -> None:

@@ -1,0 +1,102 @@
+"""Autostop on the nodes: the node agent's daemon decides, on the node itself, when the
+cluster has been idle long enough, and runs the action it was given.
+
+Which action, by what the target can do (never by its name):
+
+- nodes that are processes of this machine (``local``): the head runs ``skyc destroy``
+  here, which ends the jobs, destroys the stack and records it; there is nothing to
+  stop, so autostop on them must be ``down``;
+- targets with ``stop_start`` (their instances stop on a guest shutdown): every node
+  runs ``shutdown -h now`` itself when it is idle; the instance's shutdown behaviour
+  declared in its stack makes that a stop;
+- anything else (SSH pools: machines skyc does not own) is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from skyc.errors import RuntimeAgentError, UnsupportedFeature
+from skyc.nodes import ClusterInfo
+from skyc.runtime.jobs import CONNECT_TIMEOUT
+from skyc.runtime.session import ClusterSession
+
+_PASSED_ON = ("SKYC_HOME", "PYTHONPATH", "PATH", "SKYC_TERRAFORM", "SKYC_TF_PLUGIN_DIR",
+              "HOME", "TF_PLUGIN_CACHE_DIR")
+
+
+@dataclass(frozen=True)
+class AutostopPlan:
+    action: str          # the shell command a node runs once idle
+    every_node: bool     # set on every node (each stops itself) or on the head only
+
+
+def plan_autostop(info: ClusterInfo, *, down: bool, stop_start: bool,
+                  creates_resources: bool) -> AutostopPlan:
+    """What autostop runs on the cluster's nodes; refuses what cannot work from there."""
+    if not creates_resources:
+        raise UnsupportedFeature(
+            f"cluster {info.name}: its nodes are existing machines (an SSH pool); skyc "
+            "cannot stop or remove them, so autostop is not available",
+            hint=f"run `skyc destroy {info.name}` when done")
+    if all(n.transport == "local" for n in info.nodes):
+        if not down:
+            raise UnsupportedFeature(
+                f"cluster {info.name}: local nodes cannot be stopped, only torn down",
+                hint="use autostop with --down (resources.autostop: {down: true})")
+        env = " ".join(f"{k}={shlex.quote(os.environ[k])}" for k in _PASSED_ON
+                       if k in os.environ)
+        command = (f"exec env {env} {shlex.quote(sys.executable)} -m skyc destroy "
+                   f"{shlex.quote(info.name)} --yes")
+        return AutostopPlan(action=command, every_node=False)
+    if not stop_start:
+        raise UnsupportedFeature(f"cluster {info.name}: this target cannot stop instances; "
+                                 "autostop is not available on it yet")
+    if down:
+        raise UnsupportedFeature(
+            f"cluster {info.name}: autostop --down is not available on this target yet "
+            "(a node can stop itself, not delete its cluster's stack)",
+            hint="use autostop without --down (the instances stop, their disks are kept), "
+            "or `skyc destroy` when done")
+    return AutostopPlan(action="sudo -n shutdown -h now || shutdown -h now", every_node=True)
+
+
+async def _each(info: ClusterInfo, every_node: bool, args: str,
+                payload: bytes | None) -> list[dict[str, Any]]:
+    async with ClusterSession(info, num_nodes=None if every_node else 1) as session:
+        await session.open(CONNECT_TIMEOUT)
+
+        async def one(agent: Any) -> dict[str, Any]:
+            res = await agent.call(args, stdin=payload, timeout=60)
+            if res.exit_code != 0:
+                raise RuntimeAgentError(
+                    f"node {agent.name}: autostop failed: "
+                    f"{res.stderr.decode(errors='replace').strip()[-500:]}")
+            doc: dict[str, Any] = json.loads(res.stdout.decode())
+            return doc
+
+        return list(await asyncio.gather(*(one(a) for a in session.agents)))
+
+
+def set_autostop(info: ClusterInfo, plan: AutostopPlan, *, idle_minutes: float,
+                 down: bool, wait_for: str | None = None) -> None:
+    """Start (or replace) the autostop daemon on the nodes."""
+    spec = {"idle_seconds": max(0.0, idle_minutes * 60.0), "wait_for": wait_for,
+            "down": down, "action": plan.action}
+    asyncio.run(_each(info, plan.every_node, "autostop set", json.dumps(spec).encode()))
+
+
+def cancel_autostop(info: ClusterInfo) -> None:
+    """Stop the autostop daemon on every node (it ends at its next check)."""
+    asyncio.run(_each(info, True, "autostop cancel", b""))
+
+
+def autostop_state(info: ClusterInfo) -> dict[str, Any]:
+    """The head's autostop record: its setting, and whether it has fired."""
+    return asyncio.run(_each(info, False, "autostop status", b""))[0]
