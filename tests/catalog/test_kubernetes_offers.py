@@ -413,3 +413,30 @@ def test_check_says_what_each_context_offers(tmp_path: Path,
                                                      "SKYC_HOME": str(tmp_path / "skyc")})
     assert result.exit_code == 0, result.output
     assert "kubernetes/gke: H100:8 x2" in result.output
+
+
+def test_check_refresh_reads_each_context_and_plans_offline_after(
+        tmp_path: Path, api_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("kubernetes")
+    from typer.testing import CliRunner
+
+    from skyc.cli import app
+
+    _Api.answers["/api/v1/nodes"] = (200, _nodes("gke"))
+    kubeconfig = _kubeconfig(tmp_path, api_server)
+    env = {"HOME": str(tmp_path), "SKYC_HOME": str(tmp_path / "skyc"),
+           "KUBECONFIG": str(kubeconfig)}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    result = CliRunner().invoke(app, ["check", "--refresh"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "kubernetes/lab: nodes read" in result.output
+    assert "kubernetes/lab: H100:8 x2" in result.output
+    assert discovery.cached_contexts(tmp_path / "skyc") == ["lab"]
+    assert "placeholder-token" not in discovery.cache_path("lab", tmp_path / "skyc").read_text()
+    _Api.answers["/api/v1/nodes"] = (403, {"kind": "Status", "message": "nodes is forbidden",
+                                           "code": 403})
+    result = CliRunner().invoke(app, ["check", "--refresh"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "kubernetes/lab: listing nodes is forbidden" in result.output
+    assert "kubernetes/lab: H100:8 x2" in result.output  # the last read still plans

@@ -200,3 +200,19 @@ def test_pod_config_cannot_take_the_pod_from_skyc(tmp_path: Path) -> None:
     assert pod["metadata"]["labels"]["skyc-cluster"] == "c1"
     assert pod["spec"]["hostname"] == "head"
     assert [c["name"] for c in pod["spec"]["containers"]] == ["node", "sidecar"]
+
+
+def test_karpenter_memory_tells_the_a100_sizes_apart() -> None:
+    nodes = json.loads((NODE_LISTS / "eks-karpenter-nodes.json").read_text())
+    big = copy.deepcopy(next(n for n in nodes["items"] if n["metadata"]["labels"].get(
+        "karpenter.k8s.aws/instance-gpu-name") == "a100"))
+    big["metadata"]["name"] = "a100-80gb-node"
+    big["metadata"]["labels"]["karpenter.k8s.aws/instance-gpu-memory"] = "81920"
+    nodes["items"].append(big)
+    offers = {o.accelerator for o in node_list_offers("ctx", nodes).offers}
+    assert {"A100", "A100-80GB"} <= offers
+    terms = selectors.gpu_affinity("A100-80GB", spot=False, custom_label=None)[
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    selected = [n["metadata"]["name"] for n in nodes["items"]
+                if any(_matches(t, n["metadata"]["labels"]) for t in terms)]
+    assert selected == ["a100-80gb-node"]

@@ -14,6 +14,7 @@ import datetime as _dt
 import hashlib
 import importlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -127,7 +128,9 @@ def read_nodes(context: str | None = None, *, kubeconfig: str | Path | None = No
     except ImportError:
         raise CatalogError("reading a Kubernetes cluster needs the 'kubernetes' package",
                            hint="pip install 'skyc[kubernetes]'") from None
-    config_file = str(Path(kubeconfig).expanduser()) if kubeconfig else None
+    # KUBECONFIG as it is now: the client reads the variable once, when first imported.
+    config_file = str(Path(kubeconfig).expanduser()) if kubeconfig else \
+        os.environ.get("KUBECONFIG") or None
     try:
         _, current = config.list_kube_config_contexts(config_file=config_file)
         name = context or (current or {}).get("name")

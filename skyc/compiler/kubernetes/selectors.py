@@ -25,6 +25,7 @@ per host.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,6 +168,13 @@ def gpu_affinity(model: str, *, spot: bool, custom_label: str | None) -> dict[st
         values = label_values(model, key)
         if values:
             terms += _with_spot(key, _expr(key, values), spot)
+    sized = re.fullmatch(r"(.+)-(\d+)GB", model)
+    base = label_values(sized.group(1), L.KARPENTER_GPU) if sized else []
+    if sized and base and not label_values(model, L.KARPENTER_GPU):
+        # Karpenter names the model alone (a100) and the memory in MiB (81920).
+        memory = _expr(L.KARPENTER_GPU_MEMORY, [str(int(sized.group(2)) * 1024)])
+        terms += [_term([*t["matchExpressions"], memory]) for t in
+                  _with_spot(L.KARPENTER_GPU, _expr(L.KARPENTER_GPU, base), spot)]
     if not terms:
         raise UnsupportedFeature(
             f"accelerators: no known node label names {model}",
