@@ -237,7 +237,7 @@ def plan_reshape(record: ClusterRecord | None, placement: Placement) -> Reshape 
     if info is None or not info.nodes:
         return None
     doc = placement.model_dump(mode="json")
-    same = all(record.placement.get(k) == doc.get(k) for k in _MACHINE)
+    same = all((record.placement.get(k) or None) == (doc.get(k) or None) for k in _MACHINE)
     keep = placement.num_nodes if same else 0
     removed = [n.name for n in sorted(info.nodes, key=lambda n: n.rank) if n.rank >= keep]
     if not removed:

@@ -12,6 +12,9 @@ import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
+from skyc.errors import SkycError
 from skyc.nodes import ClusterInfo
 from skyc.runtime import JobSpec, queue, run_job
 from skyc.runtime.agent import MARK_VAR
@@ -265,3 +268,39 @@ def test_a_local_nodes_log_is_stored_once_and_outlives_the_node(
         shutil.rmtree(node.node_dir or "")
     assert (stored / "worker1.log").read_text() == "out-1\nmore\n"
     assert head_log.read_text() == "later\ndone\n"
+
+
+def test_plan_reshape_names_the_nodes_a_placement_removes_and_the_jobs_there(
+        local_cluster: ClusterInfo, skyc_home: Path) -> None:
+    from skyc.optimizer.plan import Placement
+    from skyc.preflight import check_reshape, plan_reshape
+
+    save_cluster(skyc_home, local_cluster)
+    now = Placement(cloud="local", region="local", num_nodes=2, hourly_cost=0.0)
+    record = ClusterRecord(name="loc", status="UP", cloud="local", launched_at=time.time(),
+                           placement=now.model_dump(mode="json"),
+                           nodes=[n.model_dump(mode="json") for n in local_cluster.nodes])
+    assert plan_reshape(record, now) is None
+    older = {k: v for k, v in record.placement.items() if k != "use_spot"}  # a field unset
+    assert plan_reshape(record.model_copy(update={"placement": older}), now) is None
+    assert plan_reshape(record, now.model_copy(update={"num_nodes": 3})) is None
+    assert plan_reshape(record.model_copy(update={"launched_at": None}),
+                        now.model_copy(update={"num_nodes": 1})) is None  # never came up
+    smaller = plan_reshape(record, now.model_copy(update={"num_nodes": 1}))
+    assert smaller is not None and (smaller.removed, smaller.busy) == (["worker1"], {})
+    check_reshape(smaller, allow=False)  # no job there: nothing to refuse
+    other = plan_reshape(record, now.model_copy(update={"instance_type": "big"}))
+    assert other is not None and other.removed == ["head", "worker1"]  # every node replaced
+
+    job = run_job(local_cluster, JobSpec(run="sleep 300"), detach=True)
+    try:
+        busy = plan_reshape(record, now.model_copy(update={"num_nodes": 1}))
+        assert busy is not None and list(busy.busy) == [job.job_id], busy
+        with pytest.raises(SkycError, match=r"jobs still run there: job \d+ \(job, RUNNING on "
+                           r"worker1\); nothing was changed"):
+            check_reshape(busy, allow=False)
+        check_reshape(busy, allow=True)
+    finally:
+        from skyc.runtime import stop_all_jobs
+
+        stop_all_jobs(local_cluster)
