@@ -69,6 +69,20 @@ def _check_fits(task_path: Path, cluster: str, info: ClusterInfo, task: Task) ->
                           "or change the task's resources.accelerators")
 
 
+def _on_every_host(spec: Any, cluster: str, info: ClusterInfo) -> Any:
+    """A cluster with more nodes than were placed (each placed node a multi-host TPU
+    slice): the task's num_nodes counts placed nodes, each that many hosts."""
+    from skyc.state import StateDB
+
+    with StateDB() as db:
+        record = db.get_cluster(cluster)
+    placed = int((record.placement.get("num_nodes") or 0) if record is not None else 0)
+    hosts = len(info.nodes)
+    if spec.num_nodes is None or placed < 1 or hosts <= placed or hosts % placed:
+        return spec
+    return spec.model_copy(update={"num_nodes": spec.num_nodes * (hosts // placed)})
+
+
 def exec_cmd(
     cluster: str = typer.Argument(..., help="Name of a running cluster."),
     task: Path = typer.Argument(..., help="Task YAML to run on the cluster."),
@@ -98,6 +112,7 @@ def exec_cmd(
     spec = job_spec_from_task(the_task)
     info = load_cluster(cluster)
     _check_fits(task, cluster, info, the_task)
+    spec = _on_every_host(spec, cluster, info)
     with StateDB() as db:
         recorder = JobRecorder(db, cluster, the_task.name) if db.get_cluster(cluster) else None
         result = run_job(info, spec, on_output=write_output, rerun_setup=rerun_setup,
