@@ -84,8 +84,13 @@ def _on_every_host(spec: Any, cluster: str, info: ClusterInfo) -> Any:
 
 
 def exec_cmd(
-    cluster: str = typer.Argument(..., help="Name of a running cluster."),
-    task: Path = typer.Argument(..., help="Task YAML to run on the cluster."),
+    cluster: str = typer.Argument(..., metavar="CLUSTER", help="Name of a running cluster."),
+    task: str = typer.Argument(
+        ..., metavar="TASK|COMMAND",
+        help="Task YAML to run on the cluster, or a command in quotes ('nvidia-smi')."),
+    num_nodes: int | None = typer.Option(
+        None, "--num-nodes", metavar="N", parser=params.Count(1, 10_000),
+        help="Nodes to run on (default: the task's num_nodes; 1 for a command)."),
     env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option(
         [], "--secret", help="KEY=VAL, or KEY to take the value from this environment."),
@@ -100,10 +105,18 @@ def exec_cmd(
     from skyc.runtime import job_spec_from_task, run_job
     from skyc.state import StateDB
     from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
+    from skyc.task.inline import inline_task, is_task_file
 
-    # The task file is judged first: before the cluster is looked up or locked.
-    task_file = load_tasks(task, env=parse_env_flags(env), secrets=parse_secret_flags(secret),
-                           require_values=True)
+    # The task is judged first: before the cluster is looked up or locked.
+    if is_task_file(task):
+        task_file = load_tasks(Path(task), env=parse_env_flags(env),
+                               secrets=parse_secret_flags(secret), require_values=True)
+        if num_nodes is not None:
+            task_file.tasks[:] = [t.model_copy(update={"num_nodes": num_nodes})
+                                  for t in task_file.tasks]
+    else:
+        task_file = inline_task(task, env=parse_env_flags(env),
+                                secrets=parse_secret_flags(secret), num_nodes=num_nodes)
     if len(task_file.tasks) != 1:
         raise UnsupportedFeature(
             f"{task}: holds {len(task_file.tasks)} tasks; exec runs a single task")
@@ -111,7 +124,8 @@ def exec_cmd(
     check_task(the_task)
     spec = job_spec_from_task(the_task)
     info = load_cluster(cluster)
-    _check_fits(task, cluster, info, the_task)
+    _check_fits(Path(task) if is_task_file(task) else Path("<command line>"), cluster, info,
+                the_task)
     spec = _on_every_host(spec, cluster, info)
     with StateDB() as db:
         recorder = JobRecorder(db, cluster, the_task.name) if db.get_cluster(cluster) else None
@@ -140,23 +154,56 @@ def _reconcile(cluster: str, jobs: list[dict[str, Any]]) -> None:
             db.reconcile_jobs(cluster, {int(j["job_id"]): str(j["status"]) for j in jobs})
 
 
-def queue_cmd(cluster: str = typer.Argument(..., help="Name of a running cluster.")) -> None:
-    """List the cluster's jobs."""
-    from rich.markup import escape
-    from rich.table import Table
+_FINISHED = ("SUCCEEDED", "FAILED", "CANCELLED", "FAILED_SETUP", "SETUP_DONE")
 
-    from skyc.cli.output import console
+
+def _job_rows(cluster: str) -> list[tuple[str, ...]]:
     from skyc.runtime import queue
 
     jobs = queue(load_cluster(cluster))
     _reconcile(cluster, jobs)
-    table = Table("ID", "NAME", "SUBMITTED", "STATUS", "NODES", box=None, pad_edge=False)
+    rows: list[tuple[str, ...]] = []
     for job in jobs:
         when = datetime.datetime.fromtimestamp(job["submitted"] or 0).strftime("%Y-%m-%d %H:%M:%S")
         nodes = ", ".join(f"{n}: {s}" for n, s in job["nodes"].items())
-        table.add_row(str(job["job_id"]), escape(job["name"] or "-"), when, job["status"],
-                      escape(nodes))
-    console.print(table)
+        rows.append((cluster, str(job["job_id"]), str(job["name"] or "-"), when,
+                     str(job["status"]), nodes))
+    return rows
+
+
+def queue_cmd(
+    clusters: list[str] = typer.Argument(None, metavar="[CLUSTER]...",
+                                         help="Clusters to list (default: every cluster)."),
+    all_clusters: bool = typer.Option(False, "-a", "--all",
+                                      help="Every cluster's jobs (the default with no CLUSTER)."),
+) -> None:
+    """List the jobs of a cluster, or of every cluster."""
+    from skyc.cli.output import fitted_table, print_table, print_warning
+    from skyc.errors import SkycError
+    from skyc.state import StateDB
+
+    names = list(clusters or [])
+    if all_clusters or not names:
+        from skyc.config import skyc_home
+
+        with StateDB() as db:
+            known = {c.name for c in db.list_clusters()}
+        root = skyc_home() / "clusters"
+        known |= {p.parent.name for p in root.glob("*/cluster.json")} if root.is_dir() else set()
+        names = sorted(set(names) | known)
+        if not names:
+            print_warning("no clusters; launch one with: skyc launch TASK")
+            return
+    rows: list[tuple[str, ...]] = []
+    for name in names:
+        try:
+            rows += _job_rows(name)
+        except SkycError as exc:
+            if clusters and not all_clusters:
+                raise
+            print_warning(f"{name}: {exc}")
+    print_table(fitted_table(None, ("CLUSTER", "ID", "NAME", "SUBMITTED", "STATUS", "NODES"),
+                             rows, drop=("NODES", "SUBMITTED")))
 
 
 def logs_cmd(
@@ -180,20 +227,32 @@ def logs_cmd(
 
 
 def cancel_cmd(
-    cluster: str = typer.Argument(..., help="Name of a running cluster."),
-    job: int = typer.Argument(..., parser=params.JOB_ID, help="Job id."),
+    cluster: str = typer.Argument(..., metavar="CLUSTER", help="Name of a running cluster."),
+    jobs: list[int] = typer.Argument(None, metavar="[JOB_ID]...", parser=params.JOB_ID,
+                                     help="Job ids."),
+    all_jobs: bool = typer.Option(False, "-a", "--all", help="Every unfinished job."),
 ) -> None:
-    """Stop a job on every node (its whole process tree)."""
+    """Stop jobs on every node (each job's whole process tree)."""
     from skyc.cli.output import console
+    from skyc.errors import ConfigError
     from skyc.runtime import cancel, queue
 
+    ids = list(jobs or [])
+    if all_jobs == bool(ids):
+        raise ConfigError("cancel: give job ids or -a, not both and not neither",
+                          hint=f"e.g. skyc cancel {cluster} 2, or skyc cancel {cluster} -a")
     info = load_cluster(cluster)
-    stopped = cancel(info, job)
+    if all_jobs:
+        ids = [int(j["job_id"]) for j in queue(info) if j["status"] not in _FINISHED]
+        if not ids:
+            console.print(f"{cluster}: no unfinished jobs", markup=False)
+    for job in ids:
+        stopped = cancel(info, job)
+        if stopped:
+            console.print(f"job {job} on {cluster}: cancelled", markup=False)
+        else:
+            console.print(f"job {job} on {cluster} had already finished", markup=False)
     _reconcile(cluster, queue(info))
-    if stopped:
-        console.print(f"job {job} on {cluster}: cancelled", markup=False)
-    else:
-        console.print(f"job {job} on {cluster} had already finished", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from skyc.cli.options import INFRA_HELP, one_infra
 from skyc.cli.output import console
 
 if TYPE_CHECKING:
@@ -33,19 +34,20 @@ def _plan_json(plan: Plan, stacks: list[dict[str, str]]) -> str:
 
 
 def compile_cmd(
-    task_file: Path = typer.Argument(..., help="Task YAML (one task or a pipeline)."),
-    out: Path = typer.Option(..., "-o", "--output", help="Directory to write into."),
-    infra: str | None = typer.Option(
-        None, "--infra", help="Restrict to a cloud, cloud/region or cloud/region/zone."
-    ),
-    catalog: Path | None = typer.Option(None, "--catalog", help="Catalog dir (<cloud>/vms.csv)."),
+    task_file: Path = typer.Argument(..., metavar="TASK",
+                                     help="Task YAML (one task or a pipeline)."),
+    out: Path = typer.Option(..., "-o", "--output", metavar="DIR",
+                             help="Directory to write into."),
+    infra_flags: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP),
+    catalog: Path | None = typer.Option(None, "--catalog", metavar="DIR",
+                                        help="Catalog dir (<cloud>/vms.csv)."),
     engine: str | None = typer.Option(
         None, "--engine", help="terraform or pulumi (default: the config's, else the "
         "target's first)."),
 ) -> None:
     from skyc.compiler import build_stack, choose_engine
     from skyc.config import load_config
-    from skyc.infra import catalog_for
+    from skyc.infra import catalog_for, plan_scope
     from skyc.launch import cluster_names_for
     from skyc.optimizer import optimize
     from skyc.stacks import emit
@@ -54,7 +56,9 @@ def compile_cmd(
     config = load_config()
     task_set = load_tasks(task_file)
     tasks = list(task_set.tasks)
-    cat = catalog_for(config, tasks, infra=infra, catalog_dir=catalog)
+    infra = one_infra(infra_flags)
+    scope = plan_scope(config, tasks, infra=infra, catalog_dir=catalog, fall_back=True)
+    cat = catalog_for(config, tasks, infra=infra, catalog_dir=catalog, scope=scope)
     parallel = task_set.header is not None and task_set.header.execution == "parallel"
     plan = optimize(tasks, cat, infra=infra, edges=[] if parallel else None)
     stacks: list[dict[str, str]] = []
@@ -94,8 +98,28 @@ def _render(event: ProgressEvent, status: Any) -> None:
                       f"({event.elapsed_s or 0:.0f}s)")
 
 
+def _describe(names: list[str]) -> str:
+    """Each cluster in words: where it runs and on how many nodes."""
+    from skyc.state import StateDB
+
+    with StateDB() as db:
+        records = {n: db.get_cluster(n) for n in names}
+    parts = []
+    for name in names:
+        rec = records[name]
+        if rec is None:
+            parts.append(f"'{name}'")
+            continue
+        where = "/".join(p for p in (rec.cloud, rec.region) if p)
+        count = len(rec.nodes)
+        nodes = f", {count} node{'s' if count != 1 else ''}" if count else ""
+        parts.append(f"'{name}' ({where}{nodes})")
+    return ", ".join(parts)
+
+
 def destroy_cmd(
-    names: list[str] = typer.Argument(..., help="Cluster name(s)."),
+    names: list[str] = typer.Argument(None, metavar="[CLUSTER]...", help="Cluster name(s)."),
+    all_clusters: bool = typer.Option(False, "-a", "--all", help="Every cluster skyc knows."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
 ) -> None:
     """Destroy clusters: every resource of their stacks, then their workspaces."""
@@ -105,6 +129,18 @@ def destroy_cmd(
     from skyc.stacks import check_cluster_name
     from skyc.state import StateDB
 
+    names = list(names or [])
+    if all_clusters:
+        if names:
+            raise ConfigError("destroy: give cluster names or -a, not both")
+        with StateDB() as db:
+            names = [c.name for c in db.list_clusters()]
+        if not names:
+            console.print("no clusters to destroy", markup=False)
+            return
+    if not names:
+        raise ConfigError("destroy: name the clusters to destroy, or pass -a for every one",
+                          hint="see your clusters with: skyc status")
     for name in names:
         check_cluster_name(name)
     if not yes:
@@ -113,7 +149,11 @@ def destroy_cmd(
                 "refusing to destroy without confirmation: stdin is not a terminal",
                 hint="pass --yes to destroy without asking",
             )
-        if not typer.confirm(f"Destroy {', '.join(names)} and every resource in them?"):
+        plural = "s" if len(names) > 1 else ""
+        them = "them" if plural else "it"
+        question = (f"Destroy cluster{plural} {_describe(names)}? Every machine, disk and "
+                    f"network of {them} is deleted, and what is stored there is lost.")
+        if not typer.confirm(question, err=True):
             raise typer.Abort()
     for name in names:
         with cluster_lock(name, timeout=60), console.status(f"destroying {name}") as status:

@@ -143,6 +143,7 @@ def fitted_table(title: str | None, columns: Sequence[str], rows: Sequence[Seque
     from rich import box
     from rich.measure import Measurement
     from rich.table import Table
+    from rich.text import Text
 
     width = console.width if width is None else width
 
@@ -154,7 +155,7 @@ def fitted_table(title: str | None, columns: Sequence[str], rows: Sequence[Seque
             table.add_column(columns[i], justify="right" if columns[i] in right else "left",
                              overflow="fold")
         for r in rows:
-            table.add_row(*(r[i] for i in keep))
+            table.add_row(*(Text(r[i]) for i in keep))  # Text: cells are never markup
         return table
 
     unbounded = console.options.update_width(UNWRAPPED_WIDTH)

@@ -1,0 +1,48 @@
+"""A task given on the command line (``skyc exec CLUSTER 'cmd'``), not in a file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from skyc.task.loader import TaskFile
+
+TASK_SUFFIXES = (".yaml", ".yml")
+
+
+def is_task_file(text: str) -> bool:
+    """Whether ``text`` names a task file (an existing file, or a ``.yaml``/``.yml``
+    path) rather than a command to run."""
+    path = Path(text).expanduser()
+    return path.suffix.lower() in TASK_SUFFIXES or path.is_file()
+
+
+def inline_task(command: str, *, env: Mapping[str, str] | None = None,
+                secrets: Mapping[str, str | None] | None = None,
+                num_nodes: int | None = None) -> TaskFile:
+    """A one-task file whose ``run`` is ``command`` (validated like a file's task)."""
+    from pydantic import ValidationError
+
+    from skyc.errors import TaskSpecError
+    from skyc.task.problems import problems_from
+    from skyc.task.spec import Task
+
+    if not command.strip():
+        from skyc.errors import ConfigError
+
+        raise ConfigError("exec: the command is empty",
+                          hint="give a task file or a command, e.g. skyc exec CLUSTER 'nvidia-smi'")
+    doc: dict[str, object] = {"run": command}
+    if env:
+        doc["envs"] = dict(env)
+    if secrets:
+        import os
+
+        doc["secrets"] = {k: v if v is not None else os.environ.get(k) for k, v in secrets.items()}
+    if num_nodes is not None:
+        doc["num_nodes"] = num_nodes
+    try:
+        task = Task.model_validate(doc)
+    except ValidationError as exc:
+        raise TaskSpecError(problems_from(exc, Task, "<command line>", {})) from None
+    return TaskFile(path=Path("<command line>"), header=None, tasks=[task], warnings=[])
