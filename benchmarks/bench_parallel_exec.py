@@ -4,7 +4,7 @@ After one exec alone (job 1, which uploads the agent), starts N (default 60)
 ``skyc exec`` processes at once on a 2-node local cluster, job i exiting with
 ``i % 7``, then checks: each exec exited with its job's code; the state database
 holds N + 1 job records with ids 1..N+1 and the right exit code on both nodes;
-the local job table lists ids 1..N+1; ``skyc queue`` shows every job
+the local job table lists ids 1..N+1; the nodes report every job
 finished (SUCCEEDED for code 0, FAILED otherwise). Prints the wall time of the
 whole burst and of one exec alone; exits 1 on any wrong record or code, or when
 the burst takes more than ``--budget`` seconds (120).
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from _timing import ROOT, bench_env, load_average, skyc_command
 sys.path.insert(0, str(ROOT))
 
 from skyc.nodes import ClusterInfo, Node
+from skyc.runtime import queue
 from skyc.state import ClusterRecord, StateDB
 
 CODES = 7
@@ -83,13 +85,15 @@ def check(home: Path, want: dict[int, int], got: list[tuple[int, int, str]]) -> 
     table = json.loads((home / "logs" / "par" / "jobs.json").read_text())
     if sorted(j["job_id"] for j in table) != list(range(1, n + 1)):
         problems.append(f"job table: ids {[j['job_id'] for j in table]}, expected 1..{n}")
-    queue = subprocess.run(skyc_command("queue", "par"), cwd=ROOT, capture_output=True,
-                           text=True, env=bench_env(SKYC_HOME=str(home), NO_COLOR="1",
-                                                    COLUMNS="200"))
-    unfinished = [line for line in queue.stdout.splitlines()[1:]
-                  if "SUCCEEDED" not in line and "FAILED" not in line]
-    if queue.returncode != 0 or unfinished:
-        problems.append(f"queue: {queue.returncode}, unfinished: {unfinished[:5]}")
+    os.environ["SKYC_HOME"] = str(home)
+    info = ClusterInfo.model_validate_json((home / "clusters" / "par" / "cluster.json")
+                                           .read_text())
+    seen = {int(j["job_id"]): j["status"] for j in queue(info)}  # as the nodes see them
+    code_of = {r.job_id: r.exit_codes.get("head") for r in records}
+    wrong_there = {jid: st for jid, st in seen.items()
+                   if st != ("SUCCEEDED" if code_of.get(jid) == 0 else "FAILED")}
+    if sorted(seen) != list(range(1, n + 1)) or wrong_there:
+        problems.append(f"queue: ids {sorted(seen)}, wrong statuses {wrong_there}")
     return problems
 
 
