@@ -109,6 +109,7 @@ def apply_cmd(
         idle_minutes=idle_minutes,
     )
     result = launch(task_set.tasks, opts, ConsoleReporter())
+    refresh_ssh_config()
     if detach and result.job_id is not None and not result.exit_code:
         from skyc.cli.output import err_console
 
@@ -123,6 +124,19 @@ def apply_cmd(
 
         print_error(JobFailed(result.failure or "the job failed", result.exit_code))
         raise typer.Exit(result.exit_code)
+
+
+def refresh_ssh_config() -> None:
+    """$SKYC_HOME/ssh/config, for `ssh CLUSTER` (see `skyc ssh-config`)."""
+    from skyc.config import skyc_home
+    from skyc.sshconfig import write_config
+
+    try:
+        write_config(skyc_home())
+    except OSError as exc:
+        from skyc.cli.output import print_warning
+
+        print_warning(f"could not write the SSH config for `ssh CLUSTER`: {exc}")
 
 
 def _confirm(summary: str) -> bool:

@@ -164,6 +164,9 @@ def destroy_cmd(
         with StateDB() as db:
             db.remove_cluster(name)
         console.print(f"[bold]{name}[/]: destroyed")
+    from skyc.cli.cmd_apply import refresh_ssh_config
+
+    refresh_ssh_config()
 
 
 def register(app: typer.Typer) -> None:
