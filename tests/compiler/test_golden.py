@@ -22,7 +22,8 @@ CASE_ENGINES = [(case, engine) for case in CASES for engine in engines(case)]
 
 
 def test_there_are_cases_for_every_target() -> None:
-    assert {c.parent.name for c in CASES} >= {"aws", "azure", "kubernetes", "local", "ssh"}
+    assert {c.parent.name for c in CASES} >= {"aws", "azure", "gcp", "kubernetes", "local",
+                                              "ssh"}
 
 
 @pytest.mark.parametrize(("case", "engine"), CASE_ENGINES,
