@@ -16,7 +16,7 @@ from skyc.stacks.terraform_json import address
 from skyc.task.candidate import ResourceCandidate
 
 WS = Path("/nonexistent/skyc/clusters/c")
-UNTAGGABLE = {"aws_route", "aws_route_table_association"}
+UNTAGGABLE = {"aws_route", "aws_route_table_association", "aws_ec2_instance_state"}
 
 
 def _aws(**kw: Any) -> Placement:

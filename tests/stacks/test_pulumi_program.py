@@ -91,8 +91,9 @@ def _resolver(stack: Stack, doc: dict[str, Any]) -> Any:
     def resolve(text: str) -> Any:
         match = re.fullmatch(r"\$\{(var\.(\w+)|(\w+\.\w+)\.(\w+))\}", text)
         assert match, text
-        if match.group(2):
-            return KEY
+        if match.group(2):   # the key is given to the program; other inputs take defaults
+            return KEY if match.group(2) == "ssh_public_key" else stack.variables[
+                match.group(2)].default
         res: Resource = by_address[match.group(3)]
         if match.group(4) == "id":
             return f"{res.key}-id"              # the mocks' ids

@@ -74,7 +74,14 @@ TYPES: dict[str, tuple[str, str]] = {
     "network_interface": ("aws_network_interface", "aws.ec2.NetworkInterface"),
     "eip": ("aws_eip", "aws.ec2.Eip"),
     "instance": ("aws_instance", "aws.ec2.Instance"),
+    "instance_state": ("aws_ec2_instance_state", "aws.ec2transitgateway.InstanceState"),
 }
+
+# An on-demand node's power state is an input of its stack: ``skyc stop`` re-applies the
+# same stack with "stopped" (disks kept), ``skyc start`` with "running". The value lives
+# in the workspace's POWER_FILE; spot instances (one-time requests) cannot be stopped.
+POWER_VARIABLE = "power_state"
+POWER_FILE = "power_state"
 
 
 def _resource(kind: str, key: str, name: str, properties: dict[str, Any],
@@ -233,6 +240,9 @@ def _instance_settings(
                                    http_endpoint="enabled", http_tokens="required"),
         "user_data": render("node_bootstrap.sh.j2", cluster=cluster, ssh_user=SSH_USER),
         "volume_tags": dict(labels),
+        # A shutdown from inside the node (autostop) stops an on-demand instance and
+        # keeps its disk; a one-time spot instance can only terminate.
+        "instance_initiated_shutdown_behavior": "terminate" if placement.use_spot else "stop",
     }
     ignore = ["vpc_security_group_ids"]  # not reported back by every EC2-compatible API
     if placement.use_spot:
@@ -291,6 +301,15 @@ def _instances(
             depends_on=["route", "route_table_association"], ignore_changes=ignore,
             arg_names={"pulumi": {"network_interface": "network_interfaces"}},
         ))
+        if not placement.use_spot:
+            stack.add(_resource("instance_state", f"power_{rank}", node, {
+                "instance_id": Ref(resource=node, attribute="id"),
+                "state": Var(name=POWER_VARIABLE),
+            }))
+    if not placement.use_spot:
+        stack.variables[POWER_VARIABLE] = Variable(
+            description="running or stopped: the nodes' power state (skyc stop / start)",
+            default="running")
     return public_ips
 
 
@@ -329,4 +348,9 @@ def build(request: BuildRequest) -> Stack:
 
 def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
     """Creates the cluster's key pair in the workspace; its public key is the one input."""
-    return {"ssh_public_key": ensure_key_pair(workspace)}
+    values: dict[str, Any] = {"ssh_public_key": ensure_key_pair(workspace)}
+    if POWER_VARIABLE in stack.variables:
+        power = workspace / POWER_FILE
+        state = power.read_text().strip() if power.exists() else "running"
+        values[POWER_VARIABLE] = "stopped" if state == "stopped" else "running"
+    return values
