@@ -60,6 +60,12 @@ def test_sizes_without_a_known_image_ask_for_image_id() -> None:
     ("Standard_ND128isr_NDR_GB200_v6", "Canonical:ubuntu-24_04-lts:server-arm64:latest",
      "Standard"),
     ("Standard_A2_v2", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest", "Standard"),
+    ("Standard_D4_v3", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest", "Standard"),
+    ("Standard_D11_v2_Promo", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest",
+     "Standard"),
+    ("Standard_F8", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest", "Standard"),
+    ("Standard_D4s_v3", UBUNTU, "TrustedLaunch"),
+    ("Standard_D4_v5", UBUNTU, "TrustedLaunch"),
     ("Standard_HB120-32rs_v3", HPC, "Standard"),
     ("Standard_NCC40ads_H100_v5",
      "Canonical:0001-com-ubuntu-confidential-vm-jammy:22_04-lts-cvm:latest", "ConfidentialVM"),
@@ -68,8 +74,9 @@ def test_sizes_without_a_known_image_ask_for_image_id() -> None:
     ("Standard_E16-4ads_v5", UBUNTU, "TrustedLaunch"),
 ])
 def test_every_family_has_an_image(size: str, urn: str, security: str) -> None:
-    """arm64 sizes boot arm64, Gen1-only Av2 a Gen1 image, HPC sizes the HPC image,
-    confidential sizes a confidential image, the rest a plain Ubuntu."""
+    """arm64 sizes boot arm64, the older sizes without premium storage a Gen1 image,
+    HPC sizes the HPC image, confidential sizes a confidential image, the rest a plain
+    Ubuntu."""
     image = choose_image(_p(size), _c())
     assert (image.urn, image.security_type) == (urn, security)
 
