@@ -19,6 +19,7 @@ TARGET = Target(
         open_ports=True,
         stop_start=True,         # VMs; TPU VMs are created and deleted only
         custom_images=True,
+        needs_providers=True,    # the engine fetches the gcp provider plugin
         max_nodes=512,
     ),
 )
