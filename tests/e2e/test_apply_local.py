@@ -255,7 +255,8 @@ run: |
 
     # History: job 1 stays FAILED (worker1's code 3), job 2 ended CANCELLED, job 3 ran.
     queue = skyc.ok("queue", "rs").stdout
-    rows = {line.split()[0]: line for line in queue.splitlines()[1:] if line.strip()}
+    rows = {next(t for t in line.split() if t.isdigit()): line for line in queue.splitlines()
+            if any(t.isdigit() for t in line.split())}
     assert "FAILED" in rows["1"] and "worker1: FAILED" in rows["1"], queue
     assert "CANCELLED" in rows["2"] and "SUCCEEDED" in rows["3"], queue
     assert (skyc.home / "logs" / "rs" / "1" / "worker1.log").exists()  # its stored log
