@@ -13,7 +13,9 @@ retries, which is the agent's business here. A bare pod with
 Per node: pod ``<cluster>-<head|workerN>`` with ``hostname`` = the node's name
 and ``subdomain`` = the headless Service, so every node has the stable DNS name
 ``head.<cluster>.<namespace>.svc.cluster.local``; it requests the accelerator
-(``nvidia.com/gpu``, ``amd.com/gpu``, ``google.com/tpu``), CPU and memory, selects
+(``nvidia.com/gpu``, ``amd.com/gpu``, ``google.com/tpu``), CPU and memory (the
+task's ``cpus``/``memory``, else 2 CPUs and 8 GiB, as requests with no CPU or
+memory limit, so a pod may use what its node has free), selects
 nodes of the model by node affinity and tolerates the GPU/TPU taints (see
 :mod:`selectors`), mounts ``/dev/shm`` as a memory ``emptyDir`` (half the node's
 memory: PyTorch's DataLoader workers and NCCL move tensors through it), and
