@@ -146,11 +146,11 @@ def test_errors_another_placement_cannot_fix_stop_at_once(fixture: str) -> None:
     assert len(tried) == 1 and len(asked) == 1  # no second placement was even asked for
 
 
-def _gcp_message(fixture: str) -> str:
+def _gcp_message(fixture: str, resource: str = "gcp:compute/instance:Instance") -> str:
     """The fullest text GCP's refusal has in the fixture (the engine's form of it)."""
     messages = [json.loads(line)["diagnosticEvent"]["message"]
                 for line in (FIXTURES / f"{fixture}.jsonl").read_text().splitlines()
-                if "compute/instance:Instance" in line and "diagnosticEvent" in line]
+                if resource in line and "diagnosticEvent" in line]
     return str(max(messages, key=len)).strip()
 
 
@@ -201,3 +201,45 @@ def test_failover_through_the_pulumi_engine(tmp_path: Path,
     assert result.value == {"external_ips", "instance_names", "internal_ips", "ssh_user"}
     program = (home / "clusters" / "train" / "__main__.py").read_text()
     assert f'zone="{tried[2]}"' in program and "europe-west4" not in program
+
+
+@pytest.mark.slow
+def test_tpu_stockout_through_the_pulumi_engine(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pulumi_gcp", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
+    from tests.support.pulumi_standin import install
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("SKYC_HOME", str(home))
+    monkeypatch.setenv("SKYC_PULUMI_ROOT", str(install(tmp_path / "standin")))
+    monkeypatch.setenv("STANDIN_FAIL_TYPE", "gcp:tpu/v2Vm:V2Vm")
+    config = SkycConfig.model_validate({"gcp": {"project": "my-project-1"}})
+    next_placement, _ = _planner({"accelerator": {"name": "tpu-v5litepod-8", "count": 1},
+                                  "infra": {"cloud": "gcp"}})
+    first = next_placement([])
+    stockout = _gcp_message("RESOURCE_EXHAUSTED.tpu", "gcp:tpu/v2Vm:V2Vm")
+
+    def provision(p: Placement) -> set[str]:
+        if p.zone == first.zone:
+            monkeypatch.setenv("STANDIN_FAIL", stockout)
+        else:
+            monkeypatch.delenv("STANDIN_FAIL", raising=False)
+        diff = plan_changes("tpu", p, ResourceCandidate(index=0), config=config)
+        engine = open_engine("pulumi", home / "clusters" / "tpu")
+        try:
+            engine.apply(diff)
+        except ApplyFailed as failed:
+            error = classify_error("gcp", failed.diagnostics, placement=p)
+            assert error is not None, failed.diagnostics
+            raise error from None
+        return set(engine.outputs())
+
+    result = provision_with_failover(first, provision=provision,
+                                     cleanup=lambda p: destroy_attempt("tpu"),
+                                     next_placement=next_placement)
+    assert [a.error for a in result.attempts] == ["RESOURCE_EXHAUSTED", None]
+    assert result.placement.zone != first.zone
+    assert result.value == {"instance_names", "ssh_user", "tpu_endpoints", "tpu_hosts"}
+    program = (home / "clusters" / "tpu" / "__main__.py").read_text()
+    assert 'accelerator_type="v5litepod-8"' in program
+    assert f'zone="{result.placement.zone}"' in program
