@@ -35,6 +35,8 @@ def _record() -> Any:
             open_ports=True,
             stop_start=False,
             custom_images=True,
+            # Each pod is one resource the engine creates and waits for; beyond a few
+            # hundred a single stack's apply gets slow and a JobSet would fit better.
             max_nodes=256,
         ),
     )
