@@ -212,11 +212,11 @@ class KubeTransport:
         try:
             _, err, status = await asyncio.wait_for(asyncio.shield(done), timeout)
         except asyncio.TimeoutError:
-            stop.set()
+            _abandon(done, stop)
             raise TransportError(
                 f"node {self.node.name}: command timed out after {timeout} s") from None
-        except BaseException:
-            stop.set()
+        except BaseException:  # cancelled, or the stdin source failed
+            _abandon(done, stop)
             raise
         finally:
             if feeder is not None:
@@ -231,6 +231,12 @@ class KubeTransport:
             with contextlib.suppress(Exception):
                 self._api.api_client.close()
             self._api = None
+
+
+def _abandon(done: asyncio.Future[Any], stop: threading.Event) -> None:
+    """Stop the pump; what it reports after that is read and dropped."""
+    stop.set()
+    done.add_done_callback(lambda f: None if f.cancelled() else f.exception())
 
 
 def _fail(done: asyncio.Future[Any], exc: BaseException) -> None:

@@ -325,3 +325,22 @@ def test_a_two_pod_job_sees_ranks_and_pod_ips(api: ApiStandIn, tmp_path: Path) -
     assert "rank=0 ips=10.4.0.7 10.4.0.8" in texts and "rank=1 ips=10.4.0.7 10.4.0.8" in texts
     assert texts.count("hi from workdir") == 2
     assert (api.home("kc-worker1") / "sky_workdir" / "hello.txt").exists()
+
+
+def test_cancelling_a_command_closes_its_stream(api: ApiStandIn, tmp_path: Path) -> None:
+    async def main() -> None:
+        t = _transport(api, tmp_path)
+        task = asyncio.create_task(t.run("sleep 20"))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert (await t.run("echo next")).stdout == b"next\n"
+        await t.close()
+
+    asyncio.run(main())
+    for _ in range(100):
+        if api.closed_early:
+            break
+        threading.Event().wait(0.05)
+    assert api.closed_early == ["c-head"]
