@@ -157,6 +157,8 @@ def test_tpu_vms(name: str, tmp_path: Path) -> None:
     assert inputs["networkConfig"] == {"network": "network-id", "subnetwork": "subnetwork-id",
                                        "enableExternalIps": True}
     assert inputs.get("schedulingConfig") == ({"spot": True} if want["spot"] else None)
+    script = inputs["metadata"]["startup-script"]   # what the node agent reads it is
+    assert (f"TPU_ACCELERATOR_TYPE={want['acceleratorType']} >> /etc/environment" in script)
     assert stack.outputs["tpu_hosts"].value == [want["hosts"]]
 
 

@@ -23,14 +23,13 @@ from typing import Any
 from skyc.compiler.base import BuildRequest
 from skyc.compiler.gcp import names, tpu, vm
 from skyc.compiler.gcp.images import tpu_accelerator
+from skyc.compiler.gcp.metadata import SSH_USER, metadata
 from skyc.compiler.gcp.resources import block, resource
 from skyc.compiler.keys import ensure_key_pair
-from skyc.compiler.templates import render
 from skyc.config import SkycConfig
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.stacks.model import Output, Provider, Ref, Stack, Var, Variable
 
-SSH_USER = "skyc"  # created from the ssh-keys metadata (and by the bootstrap if missing)
 SUBNET_CIDR = "10.0.0.0/20"
 NETWORK = Ref(resource="network", attribute="id")
 SUBNETWORK = Ref(resource="subnetwork", attribute="id")
@@ -87,15 +86,6 @@ def _network(stack: Stack, cluster: str, region: str, ports: tuple[str, ...], ta
     _firewall(stack, "firewall_internal", names.resource_name(cluster, "internal"),
               [(p, []) for p in INTERNAL_PROTOCOLS], [SUBNET_CIDR], tag,
               f"skyc cluster {cluster}: between its nodes")
-
-
-def metadata(cluster: str) -> dict[str, Any]:
-    """Metadata every VM and TPU VM of the cluster carries."""
-    return {
-        "enable-oslogin": "FALSE",  # the ssh-keys below are the way in
-        "ssh-keys": Var(name="ssh_keys"),
-        "startup-script": render("node_bootstrap.sh.j2", cluster=cluster, ssh_user=SSH_USER),
-    }
 
 
 def build(request: BuildRequest) -> Stack:

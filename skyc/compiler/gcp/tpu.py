@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from skyc.compiler.base import node_name
 from skyc.compiler.gcp import images, machines, names
+from skyc.compiler.gcp.metadata import metadata
 from skyc.compiler.gcp.resources import block, resource
 from skyc.compiler.gcp.vm import Site
 from skyc.errors import UnsupportedFeature
@@ -41,7 +42,8 @@ def add_tpu_vms(stack: Stack, site: Site, placement: Placement,
         "runtime_version": runtime,
         "network_config": block("tpu.V2VmNetworkConfigArgs", network=site.network,
                                 subnetwork=site.subnetwork, enable_external_ips=True),
-        "labels": site.labels, "tags": [site.tag], "metadata": dict(site.metadata),
+        "labels": site.labels, "tags": [site.tag],
+        "metadata": metadata(site.cluster, {"TPU_ACCELERATOR_TYPE": piece.accelerator_type}),
         "description": f"skyc cluster {site.cluster}",
     }
     if placement.use_spot:
