@@ -216,3 +216,20 @@ def test_karpenter_memory_tells_the_a100_sizes_apart() -> None:
     selected = [n["metadata"]["name"] for n in nodes["items"]
                 if any(_matches(t, n["metadata"]["labels"]) for t in terms)]
     assert selected == ["a100-80gb-node"]
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_a_63_character_cluster_name_keeps_every_name_apart(version: str,
+                                                             tmp_path: Path) -> None:
+    cluster = "a" * 63
+    stack = build_stack(cluster, _placement(num_nodes=11),
+                        ResourceCandidate(index=0, ports=("8080",)), config=SkycConfig(),
+                        workspace=tmp_path)
+    names = [r.properties["metadata"]["name"] for r in stack.resources]
+    assert len(set(names)) == len(names) == 13
+    for res in stack.resources:
+        kind = "Pod" if res.key.startswith("node_") else "Service"
+        kubernetes_validate.validate({"apiVersion": "v1", "kind": kind, **res.properties},
+                                     version, strict=True)
+    assert all(len(n) <= 63 for r, n in zip(stack.resources, names, strict=True)
+               if not r.key.startswith("node_"))

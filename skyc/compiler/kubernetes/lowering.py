@@ -251,7 +251,7 @@ def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | No
         tolerations = selectors.tolerations(shape.resource, spot=shape.spot)
         if tolerations:
             spec["tolerations"] = tolerations
-        name = f"{service}-{host}"[:63]
+        name = f"{service}-{host}"  # a DNS subdomain: up to 253 characters
         pod = {"metadata": _metadata(name, namespace, pod_labels, {
             TIMEOUT_ANNOTATION: str(math.ceil(kube.pending_timeout))}), "spec": spec}
         merged = manifest.merge(pod, pod_config)
@@ -277,7 +277,7 @@ def _services(stack: Stack, service: str, namespace: str | None, labels: dict[st
     open_ports = ports(candidate)
     if open_ports:
         stack.add(_resource("service", "ports", {
-            "metadata": _metadata(f"{service}-ports"[:63], namespace, labels),
+            "metadata": _metadata(f"{service[:57].rstrip('-')}-ports", namespace, labels),
             "spec": {"type": kube.ports_service,
                      "selector": {**cluster_selector, NODE_LABEL: node_name(0)},
                      "ports": [{"name": f"p{p}", "port": p, "protocol": "TCP", "targetPort": p}
