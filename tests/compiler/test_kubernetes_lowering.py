@@ -233,3 +233,10 @@ def test_a_63_character_cluster_name_keeps_every_name_apart(version: str,
                                      version, strict=True)
     assert all(len(n) <= 63 for r, n in zip(stack.resources, names, strict=True)
                if not r.key.startswith("node_"))
+
+
+def test_cluster_names_that_differ_stay_apart() -> None:
+    assert manifest.dns_name("train-1") == "train-1"
+    names = {manifest.dns_name(n) for n in ("a_b", "a-b", "A-b", "9lives", "x" * 63)}
+    assert len(names) == 5
+    assert all(len(n) <= 63 and n[0].isalpha() and n == n.lower() for n in names)

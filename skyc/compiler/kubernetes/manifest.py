@@ -4,7 +4,8 @@ Labels: a key is an optional DNS-subdomain prefix and ``/`` and a name of at mos
 63 characters (alphanumerics, ``-``, ``_``, ``.``, alphanumeric at both ends); a
 value the same, or empty. The task's labels are made to fit (other characters
 become ``-``, long ones are cut), never dropped silently: a key with nothing
-left is refused naming it. Object names (pods, services) are DNS-1035 labels.
+left is refused naming it. Service names are DNS-1035 labels made from the
+cluster name (with a short hash when it had to change); pod names add the node.
 
 ``pod_config`` is SkyPilot's pass-through: a fragment of a Pod manifest
 (``metadata``, ``spec``) merged into the one skyc writes. Mappings merge key by
@@ -18,6 +19,7 @@ and subdomain) is written back after the merge.
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from typing import Any
 
@@ -57,11 +59,16 @@ def labels(raw: dict[str, str]) -> dict[str, str]:
 
 
 def dns_name(text: str) -> str:
-    """A DNS-1035 label from a cluster name (lowercase, ``_`` -> ``-``, a letter first)."""
+    """A DNS-1035 label from a cluster name (lowercase, ``_`` -> ``-``, a letter first);
+    a name that had to change gets a short hash of the original, so ``a_b`` and
+    ``a-b`` stay two names."""
     name = _DNS_LABEL.sub("-", text.lower()).strip("-")
     if not name or not name[0].isalpha():
         name = f"c-{name}".rstrip("-")
-    return name[:63].rstrip("-")
+    if name == text and len(name) <= 63:
+        return name
+    digest = hashlib.sha256(text.encode()).hexdigest()[:6]
+    return f"{name[:56].rstrip('-')}-{digest}"
 
 
 _NAMED_LISTS = {"containers", "initContainers", "volumes", "env", "volumeMounts", "ports",
