@@ -93,6 +93,9 @@ def offers_for(config: SkycConfig, context: str | None = None, *, home: Path | N
     return [replace(o, preferred=True) for o in offers] if kube.prefer else offers
 
 
+MAX_NOTES = 5  # lines of left-out nodes shown per context
+
+
 def _summary(offers: list[Offer]) -> str:
     parts = []
     for o in sorted(offers, key=lambda o: (o.accelerator is None, o.accelerator or "",
@@ -123,6 +126,9 @@ def describe(config: SkycConfig, env: Mapping[str, str], home: Path,
         else:
             lines.append(f"kubernetes/{name}: never read (skyc check --refresh reads it)")
             continue
-        skipped = f"; {len(found.notes)} left out: see the notes of the read" if found.notes else ""
-        lines.append(f"kubernetes/{name}: {_summary(found.offers)} ({origin}{skipped})")
+        lines.append(f"kubernetes/{name}: {_summary(found.offers)} ({origin})")
+        shown = found.notes[:MAX_NOTES]
+        lines += [f"  left out: {note}" for note in shown]
+        if len(found.notes) > len(shown):
+            lines.append(f"  left out: {len(found.notes) - len(shown)} more")
     return lines
