@@ -115,7 +115,8 @@ run: echo "other says $SKYPILOT_NODE_RANK of $SKYPILOT_NUM_NODES"
     assert other.seconds < first.seconds, (other.seconds, first.seconds)
 
     queue = skyc.ok("queue", "jobs")
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\s*(\d+)\s+(\S+)", queue.stdout, re.M)}
+    row = re.compile(r"^\s*(?:jobs\s+)?(\d+)\s+(\S+)", re.M)  # with or without a cluster column
+    rows = {m.group(1): m.group(2) for m in row.finditer(queue.stdout)}
     assert rows == {"1": "jobs", "2": "other"}, queue.stdout
     assert queue.stdout.count("SUCCEEDED") >= 2, queue.stdout
 
@@ -181,7 +182,7 @@ run: |
     assert "cancelled" in cancelled.stdout, str(cancelled)
     assert wait_until(lambda: not pid_alive(pid), timeout=5), f"job process {pid} survived cancel"
     queue = skyc.ok("queue", "ticks")
-    assert re.search(r"^\s*2\s+long\s.*CANCELLED", queue.stdout, re.M), queue.stdout
+    assert re.search(r"^\s*(?:ticks\s+)?2\s+long\s.*CANCELLED", queue.stdout, re.M), queue.stdout
     skyc.ok("destroy", "ticks", "--yes")
 
 
