@@ -408,7 +408,7 @@ def test_check_says_what_each_context_offers(tmp_path: Path,
     lines = {line.split(":", 1)[0]: line for line in kube.details}
     assert "H100:8 x2" in lines["kubernetes/gke"] and "read " in lines["kubernetes/gke"]
     assert any(line.startswith("  left out: node ") for line in kube.details)
-    assert "A100:8 x2 $72/h (from the config's pools)" in lines["kubernetes/lab"]
+    assert "A100:8 x2 $72/hr/node (from the config's pools)" in lines["kubernetes/lab"]
     assert "nothing usable" in lines["kubernetes/never"]
     result = CliRunner().invoke(app, ["check"], env={"HOME": str(tmp_path),
                                                      "SKYC_HOME": str(tmp_path / "skyc")})

@@ -103,7 +103,7 @@ def _summary(offers: list[Offer]) -> str:
         what = f"{o.accelerator}:{o.accelerator_count:g}" if o.accelerator else "CPU"
         spot = " spot" if o.spot_price is not None else ""
         price = o.hourly(o.spot_price is not None)
-        cost = f" ${price:g}/h" if price else ""
+        cost = f" ${price:g}/hr/node" if price else ""
         parts.append(f"{what} x{o.max_nodes}{spot}{cost}")
     return ", ".join(parts) or "nothing usable"
 
