@@ -63,8 +63,8 @@ def test_every_command_has_help() -> None:
     (("apply", "t.yaml", "-y", "--timeout", "inf"), "--timeout", "finite number of seconds"),
     (("apply", "t.yaml", "-y", "--lock-timeout", "nan"), "--lock-timeout", "finite number"),
     (("apply", "t.yaml", "-y", "--lock-timeout", "-5"), "--lock-timeout", "0 or more seconds"),
-    (("logs", "c", "0"), "job", "from 1 to"),
-    (("cancel", "c", "99999999999999999999999"), "job", "a whole number"),
+    (("logs", "c", "0"), "JOB_ID", "from 1 to"),
+    (("cancel", "c", "99999999999999999999999"), "JOB_ID", "a whole number"),
 ])
 def test_numeric_flags_are_validated(
     args: tuple[str, ...], flag: str, why: str, tmp_path: Path
@@ -79,3 +79,31 @@ def test_numeric_flags_are_validated(
     assert f"Invalid value for '{flag}': " in out.stderr and why in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "home" / "clusters").exists()
+
+
+@pytest.mark.parametrize("command", ["plan", "apply", "launch", "exec", "compile", "queue",
+                                     "cancel", "destroy", "ssh", "show-gpus"])
+def test_help_uses_plain_metavars(command: str) -> None:
+    out = subprocess.run([sys.executable, "-m", "skyc", command, "--help"], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "COLUMNS": "120"})
+    assert out.returncode == 0, out.stderr
+    for python_type in ("<str>", "<list[str]>", "<integer>", "<int>", "{task_file}",
+                        "{cluster}", "task_file", "TEXT", "INTEGER"):
+        assert python_type not in out.stdout, (python_type, out.stdout)
+
+
+def test_shared_flags_mean_the_same_on_plan_apply_and_exec() -> None:
+    texts = {c: _skyc(c, "--help").stdout for c in ("plan", "apply", "exec")}
+    for flag in ("--gpus", "--cpus", "--memory", "--instance-type", "--num-nodes",
+                 "--env-file"):
+        assert all(flag in t for t in texts.values()), flag
+    assert "as in SkyPilot's --infra" in texts["plan"] and "as in SkyPilot's --infra" in \
+        texts["apply"]
+
+
+def test_optimize_choices_are_listed_and_checked(tmp_path: Path) -> None:
+    task = tmp_path / "t.yaml"
+    task.write_text("run: echo\n")
+    out = _skyc("plan", str(task), "--optimize", "fast", "--no-diff")
+    assert out.returncode == 1 and "--optimize fast: expected one of cost, time" in out.stderr
+    assert "--optimize cost|time" in _skyc("plan", "--help").stdout

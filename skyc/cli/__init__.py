@@ -11,6 +11,7 @@ import importlib
 import os
 import pkgutil
 import sys
+from typing import Any
 
 import typer
 
@@ -50,6 +51,23 @@ _ORDER = ("cmd_task", "cmd_plan", "cmd_gpus", "cmd_stacks", "cmd_apply", "cmd_jo
           "cmd_status")
 
 
+def _plain_argument_help() -> None:
+    """An argument with a metavar (TASK, CLUSTER) is shown in help as just that; typer
+    releases that add the Python type after it (``CLUSTER <str>``) are told not to."""
+    try:
+        from typer.core import TyperArgument
+    except ImportError:
+        return
+    shown = getattr(TyperArgument, "display_type_rich", None)
+    if shown is None:
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> Any:
+        return None if self.metavar is not None else shown(self, ctx)
+
+    setattr(TyperArgument, "display_type_rich", display_type_rich)  # noqa: B010
+
+
 def _register_commands() -> None:
     names = [m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_")]
     names.sort(key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
@@ -57,6 +75,7 @@ def _register_commands() -> None:
         importlib.import_module(f"{__name__}.{name}").register(app)
 
 
+_plain_argument_help()
 _register_commands()
 
 

@@ -8,7 +8,21 @@ from pathlib import Path
 import typer
 
 from skyc.cli import params
-from skyc.cli.options import INFRA_HELP, OPTIMIZE_CHOICES, check_choice, one_infra
+from skyc.cli.options import (
+    INFRA_HELP,
+    OPTIMIZE_CHOICES,
+    check_choice,
+    cpus_option,
+    disk_size_option,
+    env_file_option,
+    env_values,
+    gpus_option,
+    instance_type_option,
+    memory_option,
+    num_nodes_option,
+    one_infra,
+    use_spot_option,
+)
 
 _APPLY_HELP = """Plan, provision (with failover), sync, set up and run a task.
 
@@ -43,10 +57,18 @@ def apply_cmd(
                                   help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
                                      help="KEY=VAL, or KEY from this environment."),
+    gpus: str | None = gpus_option(),
+    cpus: str | None = cpus_option(),
+    memory: str | None = memory_option(),
+    instance_type: str | None = instance_type_option(),
+    disk_size: int | None = disk_size_option(),
+    use_spot: bool | None = use_spot_option(),
+    num_nodes: int | None = num_nodes_option(),
+    env_file: Path | None = env_file_option(),
     down: bool = typer.Option(False, "--down", help="Destroy the cluster after the job "
                               "(with -i: once it has been idle that long)."),
     idle_minutes: float | None = typer.Option(
-        None, "-i", "--idle-minutes-to-autostop", parser=params.IDLE_MINUTES,
+        None, "-i", "--idle-minutes-to-autostop", metavar="MINUTES", parser=params.IDLE_MINUTES,
         help="Autostop: stop (with --down: tear down) the cluster after N idle minutes; "
         "decided on the head node."),
     detach: bool = typer.Option(False, "-d", "--detach",
@@ -56,14 +78,15 @@ def apply_cmd(
         False, "--retry-until-up", help="Keep cycling through placements (with backoff)."
     ),
     max_attempts: int = typer.Option(
-        8, "--max-attempts", parser=params.ATTEMPTS, help="Failover attempt limit (1-1000)."
+        8, "--max-attempts", metavar="N", parser=params.ATTEMPTS,
+        help="Failover attempt limit (1-1000)."
     ),
     timeout: float = typer.Option(
-        3600.0, "--timeout", parser=params.TIMEOUT,
+        3600.0, "--timeout", metavar="SECONDS", parser=params.TIMEOUT,
         help="Provisioning time limit, seconds (more than 0).",
     ),
     lock_timeout: float = typer.Option(
-        600.0, "--lock-timeout", parser=params.LOCK_TIMEOUT,
+        600.0, "--lock-timeout", metavar="SECONDS", parser=params.LOCK_TIMEOUT,
         help="Seconds to wait for another skyc on this cluster (0: do not wait).",
     ),
     any_region: bool = typer.Option(
@@ -73,14 +96,15 @@ def apply_cmd(
         False, "--allow-reshape", help="Remove nodes of an existing cluster even while "
         "jobs run there (those jobs are stopped first)."),
     engine: str | None = typer.Option(
-        None, "--engine", help="terraform or pulumi (default: the config's, else the "
+        None, "--engine", metavar="terraform|pulumi",
+        help="terraform or pulumi (default: the config's, else the "
         "target's first)."),
 ) -> None:
     from skyc.cli.report import ConsoleReporter
     from skyc.errors import ConfigError
     from skyc.failover import FailoverPolicy
     from skyc.launch import LaunchOptions, launch
-    from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
+    from skyc.task import load_tasks, parse_secret_flags
 
     check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
     where = one_infra(infra)
@@ -89,9 +113,14 @@ def apply_cmd(
             "refusing to apply without confirmation: stdin is not a terminal",
             hint="pass --yes to apply non-interactively",
         )
+    from skyc.task.overrides import resource_overrides
+
     task_set = load_tasks(
-        task_file, env=parse_env_flags(env), secrets=parse_secret_flags(secret),
+        task_file, env=env_values(env_file, env), secrets=parse_secret_flags(secret),
         require_values=True,
+        overrides=resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
+                                       instance_type=instance_type, disk_size=disk_size,
+                                       use_spot=use_spot, num_nodes=num_nodes),
     )
     from skyc.cli.output import print_warning
 

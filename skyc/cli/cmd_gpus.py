@@ -84,7 +84,7 @@ def _detail_rows(offers: list[Offer], all_regions: bool, cat: Catalog
 
 
 def show_gpus(
-    name: str | None = typer.Argument(None, metavar="[NAME[:COUNT]]", help=_NAME_HELP),
+    name: str | None = typer.Argument(None, metavar="NAME[:COUNT]", help=_NAME_HELP),
     infra: list[str] = typer.Option([], "--infra", metavar="INFRA",
                                     help="Restrict to a cloud or cloud/region."),
     all_names: bool = typer.Option(False, "-a", "--all",

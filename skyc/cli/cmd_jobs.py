@@ -10,6 +10,14 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from skyc.cli import params
+from skyc.cli.options import (
+    cpus_option,
+    env_file_option,
+    env_values,
+    gpus_option,
+    instance_type_option,
+    memory_option,
+)
 
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
@@ -91,9 +99,16 @@ def exec_cmd(
     num_nodes: int | None = typer.Option(
         None, "--num-nodes", metavar="N", parser=params.Count(1, 10_000),
         help="Nodes to run on (default: the task's num_nodes; 1 for a command)."),
-    env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
+    gpus: str | None = gpus_option(),
+    cpus: str | None = cpus_option(),
+    memory: str | None = memory_option(),
+    instance_type: str | None = instance_type_option(),
+    env_file: Path | None = env_file_option(),
+    env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
+                                  help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option(
-        [], "--secret", help="KEY=VAL, or KEY to take the value from this environment."),
+        [], "--secret", metavar="KEY[=VAL]",
+        help="KEY=VAL, or KEY to take the value from this environment."),
     detach: bool = typer.Option(False, "--detach", "-d", help="Start the run and return."),
     rerun_setup: bool = typer.Option(False, "--setup", "--rerun-setup",
                                      help="Run setup even when it has not changed."),
@@ -104,19 +119,21 @@ def exec_cmd(
     from skyc.preflight import check_task
     from skyc.runtime import job_spec_from_task, run_job
     from skyc.state import StateDB
-    from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
+    from skyc.task import load_tasks, parse_secret_flags
     from skyc.task.inline import inline_task, is_task_file
 
     # The task is judged first: before the cluster is looked up or locked.
+    from skyc.task.overrides import resource_overrides
+
+    overrides = resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
+                                   instance_type=instance_type, num_nodes=num_nodes)
+    envs = env_values(env_file, env)
     if is_task_file(task):
-        task_file = load_tasks(Path(task), env=parse_env_flags(env),
-                               secrets=parse_secret_flags(secret), require_values=True)
-        if num_nodes is not None:
-            task_file.tasks[:] = [t.model_copy(update={"num_nodes": num_nodes})
-                                  for t in task_file.tasks]
+        task_file = load_tasks(Path(task), env=envs, secrets=parse_secret_flags(secret),
+                               require_values=True, overrides=overrides)
     else:
-        task_file = inline_task(task, env=parse_env_flags(env),
-                                secrets=parse_secret_flags(secret), num_nodes=num_nodes)
+        task_file = inline_task(task, env=envs, secrets=parse_secret_flags(secret),
+                                overrides=overrides)
     if len(task_file.tasks) != 1:
         raise UnsupportedFeature(
             f"{task}: holds {len(task_file.tasks)} tasks; exec runs a single task")
@@ -172,7 +189,7 @@ def _job_rows(cluster: str) -> list[tuple[str, ...]]:
 
 
 def queue_cmd(
-    clusters: list[str] = typer.Argument(None, metavar="[CLUSTER]...",
+    clusters: list[str] = typer.Argument(None, metavar="CLUSTER",
                                          help="Clusters to list (default: every cluster)."),
     all_clusters: bool = typer.Option(False, "-a", "--all",
                                       help="Every cluster's jobs (the default with no CLUSTER)."),
@@ -207,9 +224,9 @@ def queue_cmd(
 
 
 def logs_cmd(
-    cluster: str = typer.Argument(..., help="Name of a running cluster."),
+    cluster: str = typer.Argument(..., metavar="CLUSTER", help="Name of a running cluster."),
     job: int | None = typer.Argument(
-        None, parser=params.JOB_ID, help="Job id (default: the latest job)."),
+        None, metavar="JOB_ID", parser=params.JOB_ID, help="Job id (default: the latest job)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until it ends."),
 ) -> None:
     """Print a job's logs from every node, each line prefixed with its node.
@@ -228,7 +245,7 @@ def logs_cmd(
 
 def cancel_cmd(
     cluster: str = typer.Argument(..., metavar="CLUSTER", help="Name of a running cluster."),
-    jobs: list[int] = typer.Argument(None, metavar="[JOB_ID]...", parser=params.JOB_ID,
+    jobs: list[int] = typer.Argument(None, metavar="JOB_ID", parser=params.JOB_ID,
                                      help="Job ids."),
     all_jobs: bool = typer.Option(False, "-a", "--all", help="Every unfinished job."),
 ) -> None:

@@ -11,7 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from skyc.cli.options import INFRA_HELP, OPTIMIZE_CHOICES, check_choice, one_infra
+from skyc.cli.options import (
+    INFRA_HELP,
+    OPTIMIZE_CHOICES,
+    check_choice,
+    cpus_option,
+    disk_size_option,
+    env_file_option,
+    env_values,
+    gpus_option,
+    instance_type_option,
+    memory_option,
+    num_nodes_option,
+    one_infra,
+    use_spot_option,
+)
 from skyc.cli.output import console
 from skyc.cli.plan_stacks import plan_stacks, print_stacks
 
@@ -190,6 +204,14 @@ def plan_cmd(
     cluster: str | None = typer.Option(
         None, "-c", "--cluster", metavar="CLUSTER",
         help="Cluster name for a one-task file (default: the task's)."),
+    gpus: str | None = gpus_option(),
+    cpus: str | None = cpus_option(),
+    memory: str | None = memory_option(),
+    instance_type: str | None = instance_type_option(),
+    disk_size: int | None = disk_size_option(),
+    use_spot: bool | None = use_spot_option(),
+    num_nodes: int | None = num_nodes_option(),
+    env_file: Path | None = env_file_option(),
     diff: bool = typer.Option(True, "--diff/--no-diff", help=_DIFF_HELP),
     engine: str | None = typer.Option(
         None, "--engine", metavar="terraform|pulumi",
@@ -222,7 +244,7 @@ def plan_cmd(
     from skyc.errors import ConfigError
     from skyc.infra import catalog_for, plan_scope
     from skyc.optimizer import optimize as run_optimizer
-    from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
+    from skyc.task import load_tasks, parse_secret_flags
 
     check_choice("--format", fmt, ("table", "json"))
     check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
@@ -230,7 +252,13 @@ def plan_cmd(
     if cluster is not None and not diff:
         raise ConfigError("--cluster names the cluster to diff against; it has no use "
                           "with --no-diff", hint="drop one of them")
-    task_set = load_tasks(task_file, env=parse_env_flags(env), secrets=parse_secret_flags(secret))
+    from skyc.task.overrides import resource_overrides
+
+    task_set = load_tasks(task_file, env=env_values(env_file, env),
+                          secrets=parse_secret_flags(secret),
+                          overrides=resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
+                                       instance_type=instance_type, disk_size=disk_size,
+                                       use_spot=use_spot, num_nodes=num_nodes))
     for warning in task_set.warnings:
         print_warning(warning.render())
     tasks = list(task_set.tasks)

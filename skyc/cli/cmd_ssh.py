@@ -36,7 +36,7 @@ def ssh_config_cmd(
 
 def ssh_cmd(
     cluster: str = typer.Argument(..., metavar="CLUSTER", help="Cluster name."),
-    command: list[str] = typer.Argument(None, metavar="[COMMAND]...",
+    command: list[str] = typer.Argument(None, metavar="COMMAND",
                                         help="A command to run instead of a shell."),
     node: str | None = typer.Option(None, "--node", metavar="NODE",
                                     help="Node name (default: the head), e.g. worker1."),

@@ -42,7 +42,8 @@ def compile_cmd(
     catalog: Path | None = typer.Option(None, "--catalog", metavar="DIR",
                                         help="Catalog dir (<cloud>/vms.csv)."),
     engine: str | None = typer.Option(
-        None, "--engine", help="terraform or pulumi (default: the config's, else the "
+        None, "--engine", metavar="terraform|pulumi",
+        help="terraform or pulumi (default: the config's, else the "
         "target's first)."),
 ) -> None:
     from skyc.compiler import build_stack, choose_engine
@@ -118,7 +119,7 @@ def _describe(names: list[str]) -> str:
 
 
 def destroy_cmd(
-    names: list[str] = typer.Argument(None, metavar="[CLUSTER]...", help="Cluster name(s)."),
+    names: list[str] = typer.Argument(None, metavar="CLUSTER", help="Cluster name(s)."),
     all_clusters: bool = typer.Option(False, "-a", "--all", help="Every cluster skyc knows."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
 ) -> None:

@@ -12,12 +12,15 @@ from skyc.cli.output import print_line, print_problem
 
 
 def validate(
-    files: list[Path] = typer.Argument(..., help="Task YAML files to check."),
-    env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
+    files: list[Path] = typer.Argument(..., metavar="TASK", help="Task YAML files to check."),
+    env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
+                                  help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option(
-        [], "--secret", help="KEY=VAL, or KEY to take the value from this environment."
+        [], "--secret", metavar="KEY[=VAL]",
+        help="KEY=VAL, or KEY to take the value from this environment."
     ),
-    fmt: str = typer.Option("text", "--format", help="text or json (the normalized tasks)."),
+    fmt: str = typer.Option("text", "--format", metavar="text|json",
+                            help="text or json (the normalized tasks)."),
 ) -> None:
     """Check task files; print every problem. Exit 1 when any file is invalid."""
     from skyc.errors import ConfigError, TaskSpecError

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
 
 INFRA_HELP = (
     "Where to run: CLOUD, CLOUD/REGION or CLOUD/REGION/ZONE (case-insensitive; `*` is "
@@ -35,3 +39,67 @@ def check_choice(flag: str, value: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise ConfigError(f"{flag} {value}: expected one of {', '.join(choices)}")
     return value
+
+
+def gpus_option() -> Any:
+    return typer.Option(None, "--gpus", metavar="NAME:COUNT",
+                        help="Override resources.accelerators, e.g. A100:8.")
+
+
+def cpus_option() -> Any:
+    return typer.Option(None, "--cpus", metavar="N[+]",
+                        help="Override resources.cpus (N exactly, N+ at least).")
+
+
+def memory_option() -> Any:
+    return typer.Option(None, "--memory", metavar="GB[+]",
+                        help="Override resources.memory (GiB; GB+ at least).")
+
+
+def instance_type_option() -> Any:
+    return typer.Option(None, "--instance-type", metavar="TYPE",
+                        help="Override resources.instance_type.")
+
+
+def disk_size_option() -> Any:
+    return typer.Option(None, "--disk-size", metavar="GB", parser=_disk_size,
+                        help="Override resources.disk_size (GB).")
+
+
+def use_spot_option() -> Any:
+    return typer.Option(None, "--use-spot/--no-use-spot",
+                        help="Override resources.use_spot.")
+
+
+def num_nodes_option() -> Any:
+    return typer.Option(None, "--num-nodes", metavar="N", parser=_num_nodes,
+                        help="Override num_nodes.")
+
+
+def env_file_option() -> Any:
+    return typer.Option(None, "--env-file", metavar="FILE",
+                        help="KEY=VALUE lines (a dotenv file); --env wins over it.")
+
+
+def _disk_size(value: Any) -> int:
+    from skyc.cli.params import Count
+
+    return Count(1, 1_000_000)(value)
+
+
+def _num_nodes(value: Any) -> int:
+    from skyc.cli.params import Count
+
+    return Count(1, 10_000)(value)
+
+
+def env_values(env_file: Path | None, env: list[str]) -> dict[str, str]:
+    """``--env-file`` then ``--env`` (which wins), as one mapping."""
+    from skyc.task import parse_env_flags
+
+    base: dict[str, str] = {}
+    if env_file is not None:
+        from skyc.task.overrides import read_env_file
+
+        base = read_env_file(env_file)
+    return {**base, **parse_env_flags(env)}

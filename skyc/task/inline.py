@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from skyc.task.loader import TaskFile
+from skyc.task.overrides import apply_to_document
 
 TASK_SUFFIXES = (".yaml", ".yml")
 
@@ -19,7 +21,8 @@ def is_task_file(text: str) -> bool:
 
 def inline_task(command: str, *, env: Mapping[str, str] | None = None,
                 secrets: Mapping[str, str | None] | None = None,
-                num_nodes: int | None = None) -> TaskFile:
+                num_nodes: int | None = None,
+                overrides: Mapping[str, Any] | None = None) -> TaskFile:
     """A one-task file whose ``run`` is ``command`` (validated like a file's task)."""
     from pydantic import ValidationError
 
@@ -42,7 +45,7 @@ def inline_task(command: str, *, env: Mapping[str, str] | None = None,
     if num_nodes is not None:
         doc["num_nodes"] = num_nodes
     try:
-        task = Task.model_validate(doc)
+        task = Task.model_validate(apply_to_document(doc, overrides or {}))
     except ValidationError as exc:
         raise TaskSpecError(problems_from(exc, Task, "<command line>", {})) from None
     return TaskFile(path=Path("<command line>"), header=None, tasks=[task], warnings=[])

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from skyc.errors import ConfigError, SpecProblem, TaskSpecError
 from skyc.task.bounds import check_events, check_expansion
+from skyc.task.overrides import apply_to_document
 from skyc.task.problems import (
     Duplicate,
     LineMap,
@@ -260,10 +261,13 @@ def load_tasks(
     env: Mapping[str, str] | None = None,
     secrets: Mapping[str, str | None] | None = None,
     require_values: bool = False,
+    overrides: Mapping[str, Any] | None = None,
 ) -> TaskFile:
     """Load and validate a task file. Raises :class:`TaskSpecError` listing every
     problem. With ``require_values`` an env or secret without a value is an error
-    (plan/apply need them); otherwise it is a warning."""
+    (plan/apply need them); otherwise it is a warning. ``overrides`` (command-line
+    resource flags, :func:`skyc.task.overrides.resource_overrides`) replace fields
+    of every task before it is validated."""
     path = Path(path)
     shown = str(path)
     docs = _documents(read_text(path, shown), shown)
@@ -286,6 +290,7 @@ def load_tasks(
                                       message=f"document {number} is {kind}"))
             continue
         try:
+            doc = apply_to_document(doc, overrides or {})
             task = Task.model_validate(_apply_overrides(doc, env or {}, secrets or {}))
         except ValidationError as exc:
             errors += problems_from(exc, Task, shown, lines)
