@@ -141,7 +141,7 @@ def test_the_project_comes_from_the_config_or_the_credentials(
     assert "project" not in pinned.variables
     assert pinned.providers["gcp"].settings["project"] == "my-project-1"
     stack = _build(T4)
-    assert set(stack.variables) == {"project", "ssh_keys"}
+    assert set(stack.variables) == {"power_state", "project", "ssh_keys"}
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("SKYC_HOME", str(tmp_path / "skyc"))
@@ -161,3 +161,17 @@ def test_the_project_comes_from_the_config_or_the_credentials(
     assert user == "skyc" and key.startswith("ssh-ed25519 ")
     assert key == (workspace / "keys" / "id_ed25519.pub").read_text().strip()
     assert "SECRET" not in json.dumps(values) and "PRIVATE" not in json.dumps(values)
+
+
+def test_on_demand_vms_can_be_stopped_and_started(tmp_path: Path) -> None:
+    stack = _build(T4, config=SkycConfig.model_validate({"gcp": {"project": "my-project-1"}}))
+    assert stack.variables["power_state"].default == "RUNNING"
+    assert all(r.properties["desired_status"].name == "power_state"
+               for r in stack.resources if r.key.startswith("node_"))
+    workspace = tmp_path / "ws"
+    assert workspace_values(stack, workspace)["power_state"] == "RUNNING"
+    (workspace / "power_state").write_text("stopped\n")     # what skyc stop writes
+    assert workspace_values(stack, workspace)["power_state"] == "TERMINATED"
+    spot = _build(T4.model_copy(update={"use_spot": True}))
+    assert "power_state" not in spot.variables              # spot VMs are not stopped
+    assert "power_state" not in _build(V4_32).variables      # nor TPU VMs

@@ -132,6 +132,8 @@ def test_vms(name: str, tmp_path: Path) -> None:
         interface = inputs["networkInterfaces"][0]
         assert (interface["network"], interface["subnetwork"]) == ("network-id", "subnetwork-id")
         assert interface["accessConfigs"] == [{"networkTier": "PREMIUM"}]
+        spot = inputs["scheduling"]["provisioningModel"] == "SPOT"
+        assert inputs.get("desiredStatus") == (None if spot else "RUNNING")  # skyc stop/start
         gpu = want["image"] == DLVM
         assert (inputs["metadata"].get("install-nvidia-driver") == "True") == gpu
     policy = recorded.get("placement_policy")

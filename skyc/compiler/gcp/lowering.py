@@ -128,8 +128,13 @@ def build(request: BuildRequest) -> Stack:
 
 
 def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
-    """The cluster's SSH key (created in the workspace) and, if the stack asks, the project."""
+    """The cluster's SSH key (created in the workspace), the nodes' power state (from the
+    workspace's file) and, if the stack asks, the project."""
     values: dict[str, Any] = {"ssh_keys": f"{SSH_USER}:{ensure_key_pair(workspace)}"}
+    if vm.POWER_VARIABLE in stack.variables:
+        power = workspace / vm.POWER_FILE
+        state = power.read_text().strip() if power.exists() else "running"
+        values[vm.POWER_VARIABLE] = vm.POWER.get(state, vm.POWER["running"])
     if "project" in stack.variables:
         from skyc.compiler.gcp.credentials import PROJECT_HELP, credentials
         from skyc.config import load_config

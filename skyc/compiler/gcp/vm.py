@@ -12,6 +12,9 @@
   asks for where the family takes it (Hyperdisk Balanced where it takes only
   Hyperdisk: :mod:`skyc.compiler.gcp.machines`).
 - Multi-node clusters get a compact placement policy where the family has one.
+- An on-demand node's power state is an input of the stack (``power_state``:
+  ``RUNNING``, or ``TERMINATED``, which is GCP's word for stopped): ``skyc stop``
+  re-applies the same stack stopped (disks kept), ``skyc start`` running again.
 """
 
 from __future__ import annotations
@@ -24,8 +27,14 @@ from skyc.compiler.gcp import images, machines, names
 from skyc.compiler.gcp.resources import block, resource
 from skyc.errors import UnsupportedFeature
 from skyc.optimizer.plan import Placement
-from skyc.stacks.model import Block, Output, Ref, Stack
+from skyc.stacks.model import Block, Output, Ref, Stack, Var, Variable
 from skyc.task.candidate import ResourceCandidate
+
+# The power-state input skyc's stop/start sets (its value from the workspace's file of
+# the same name: see ``lowering.workspace_values``).
+POWER_VARIABLE = "power_state"
+POWER_FILE = "power_state"
+POWER = {"running": "RUNNING", "stopped": "TERMINATED"}
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,11 @@ def add_instances(stack: Stack, site: Site, placement: Placement,
         "metadata": metadata, "labels": site.labels, "tags": [site.tag],
         "allow_stopping_for_update": True,
     }
+    if not placement.use_spot:
+        shared["desired_status"] = Var(name=POWER_VARIABLE)
+        stack.variables[POWER_VARIABLE] = Variable(
+            description="RUNNING or TERMINATED (stopped): the nodes' power state "
+            "(skyc stop / start)", default=POWER["running"])
     accelerators = guest_accelerators(placement)
     if accelerators:
         shared["guest_accelerators"] = accelerators
