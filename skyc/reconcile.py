@@ -4,8 +4,9 @@ The words are SkyPilot's: ``UP`` is a cluster that came up and whose every resou
 and node is still there; ``INIT`` is one that is not (or no longer) whole: its
 provisioning never finished (killed before or while its engine ran), or some or all
 of it was terminated outside skyc. The note says which, and what to run. A cluster
-whose last apply FAILED and that never came up stays FAILED. Refresh never says
-``STOPPED``: skyc stops nothing, and an empty engine state is not a stopped cluster.
+whose last apply FAILED and that never came up stays FAILED; one that skyc stopped
+stays ``STOPPED`` while its resources are there. Refresh never makes a cluster
+``STOPPED``: an empty engine state is not a stopped cluster.
 
 :func:`observe` reads (the engine's refresh, the node directories);
 :func:`decide` is the pure decision; :func:`probe` is both.
@@ -40,7 +41,8 @@ def _fix(name: str, verb: str) -> str:
 
 def decide(record: ClusterRecord, seen: Observed) -> tuple[ClusterStatus, str]:
     """The status ``record`` should have given ``seen``, and a note saying why."""
-    came_up = record.launched_at is not None and bool(record.nodes)
+    stopped = record.status == "STOPPED"
+    came_up = record.launched_at is not None and (bool(record.nodes) or stopped)
     if not came_up:
         status: ClusterStatus = "FAILED" if record.status == "FAILED" else "INIT"
         if not seen.stack or seen.managed == 0:
@@ -63,7 +65,7 @@ def decide(record: ClusterRecord, seen: Observed) -> tuple[ClusterStatus, str]:
             parts.append(("every node directory is gone: " if every
                           else "node directories missing: ") + ", ".join(seen.missing_nodes))
         return "INIT", "; ".join(parts) + f" ({_fix(record.name, 'recreates them')})"
-    return "UP", ""
+    return ("STOPPED" if stopped else "UP"), ""
 
 
 def observe(record: ClusterRecord) -> Observed:

@@ -172,6 +172,10 @@ def test_decide_never_says_stopped_or_up_without_nodes() -> None:
     assert status == "INIT" and "every node directory is gone: head, worker1" in note
     status, note = _decide(**up, seen=Observed("/ws", stack=False))
     assert status == "INIT" and "its stack is missing from /ws" in note
+    # A cluster skyc stopped stays STOPPED while its resources are there.
+    assert _decide(**up, status="STOPPED", seen=whole) == ("STOPPED", "")
+    assert _decide(launched_at=1.0, status="STOPPED", seen=whole) == ("STOPPED", "")
+    assert _decide(**up, status="STOPPED", seen=Observed("/ws", stack=True))[0] == "INIT"
 
 
 def _local_placement(home: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
