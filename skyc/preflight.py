@@ -6,7 +6,9 @@ before the engine runs. Each reports every problem at once, as one
 :class:`Refused` error, so a task that was always going to fail creates nothing.
 Every later placement of a failover gets the same check from
 :func:`check_failover_placement`, which fails that attempt (nothing is created)
-and lets failover move to another target.
+and lets failover move to another target. Applying another shape to a cluster
+that is up goes through :func:`plan_reshape` (which nodes go, which jobs still run
+there) and :func:`check_reshape` (refused while they run, unless allowed).
 """
 
 from __future__ import annotations
