@@ -170,13 +170,45 @@ def _verdict(plan: Plan, parallel: bool = False) -> str:
     src = f"catalog {plan.catalog.source} {plan.catalog.date}" if plan.catalog else ""
     egress = f"; + ${plan.egress_cost:.2f} data transfer" if plan.egress_cost else ""
     if len(plan.tasks) == 1:
-        return f"plan: {_step(plan.tasks[0])}{egress} (optimize {plan.optimize}; {src})"
+        tp = plan.tasks[0]
+        return f"plan: {tp.name}: {_step(tp)}{egress} (optimize {plan.optimize}; {src})"
     steps = "; ".join(f"{t.name}: {_step(t)}" for t in plan.tasks)
     if parallel:
         return (f"plan: {steps}; together ${plan.hourly_cost:.4f}/hr total (the tasks run "
                 f"at once){egress} (optimize {plan.optimize}; {src})")
     return (f"plan: {steps}{egress} (the steps run one after another: each is priced per "
             f"hour on its own; optimize {plan.optimize}; {src})")
+
+
+def _diff_with_progress(tasks: list[Any], plan: Plan, names: list[str], **kwargs: Any
+                        ) -> list[dict[str, Any]]:
+    """plan_stacks, saying on stderr which stack's engine runs (a spinner on a
+    terminal, one line each otherwise): an engine plan takes tens of seconds."""
+    import time
+
+    from skyc.cli.output import err_console, print_line
+
+    start = time.monotonic()
+    total = len(names)
+    status: Any = None
+
+    def on_stack(cluster: str, engine: str) -> None:
+        index = names.index(cluster) + 1
+        text = (f"engine diff {index}/{total}: {engine} plan for stack {cluster} "
+                "(--no-diff skips it)")
+        if status is not None:
+            status.update(text)
+        else:
+            print_line(text, err=True)
+
+    if err_console.is_terminal:
+        with err_console.status("engine diff...") as status:
+            stacks = plan_stacks(tasks, plan, names, on_stack=on_stack, **kwargs)
+    else:
+        stacks = plan_stacks(tasks, plan, names, on_stack=on_stack, **kwargs)
+    if any(st["status"] == "ok" for st in stacks):
+        print_line(f"engine diff done in {time.monotonic() - start:.0f}s", err=True)
+    return stacks
 
 
 def _check_node_limits(plan: Plan) -> None:
@@ -293,8 +325,8 @@ def plan_cmd(
             print_warning(line)
     stacks = None
     if diff:
-        stacks = plan_stacks(tasks, plan, names, catalog=catalog, target=optimize,
-                             config=config, engine=engine)
+        stacks = _diff_with_progress(tasks, plan, names, catalog=catalog, target=optimize,
+                                     config=config, engine=engine)
     if fmt == "json":
         if stacks:
             for st in stacks:

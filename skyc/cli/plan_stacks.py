@@ -3,6 +3,7 @@ state, as ``--format json``'s ``stacks`` entries, and printed as a table's seque
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,8 +97,10 @@ def _reason(exc: SkycError) -> str:
 def plan_stacks(
     tasks: list[Task], plan: Plan, names: list[str], *, catalog: Path | None, target: str,
     config: SkycConfig, engine: str | None = None,
+    on_stack: Callable[[str, str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Each cluster's engine diff; a stack whose diff cannot be computed gets a note.
+    ``on_stack(cluster, engine)`` is called as each engine run starts (progress).
 
     The engine does not run for a stack whose cloud has no credentials here (skyc's
     own check): it would only probe for them (instance metadata, the provider
@@ -124,6 +127,8 @@ def plan_stacks(
             placement, note = diff_placement(task, task_plan.placement, cluster, catalog,
                                               target, config)
             candidate = task.candidates()[placement.candidate_index]
+            if on_stack is not None:
+                on_stack(cluster, name)
             with cluster_lock(cluster, timeout=0):
                 diff = plan_changes(cluster, placement, candidate, config=config, engine=name)
         except SkycError as exc:

@@ -320,3 +320,14 @@ def test_a_task_name_with_escape_sequences_is_shown_escaped(tmp_path: Path, home
     for raw in ("\x1b", "\x07", "\u202e"):
         assert raw not in out.stdout and raw not in out.stderr, repr(out.stdout)
     assert "task evil\\x1b[2J\\x1b]0;pwned" in out.stdout, out.stdout
+
+
+def test_plan_says_which_engine_diff_runs(tmp_path: Path, home: Path) -> None:
+    t = task(tmp_path, "name: hi\nresources:\n  infra: local\nrun: echo hi\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(HOME=str(home), SKYC_HOME=str(home / ".skyc"), PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "skyc", "plan", t], capture_output=True,
+                       text=True, env=env, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "engine diff 1/1: terraform plan for stack hi" in r.stderr
+    assert "engine diff done in" in r.stderr and "stack hi" in r.stdout
