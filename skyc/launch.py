@@ -470,3 +470,71 @@ def _teardown(name: str, db: StateDB, reporter: LaunchReporter) -> None:
     teardown(name, progress=reporter.engine_event)
     db.add_event(name, "destroy", "cluster destroyed")
     db.remove_cluster(name)
+
+
+def stop_refusal(name: str, record: ClusterRecord) -> str | None:
+    """Why cluster ``name`` cannot be stopped (None: it can), from its target's
+    capabilities and its stack."""
+    from skyc.compiler import target
+    from skyc.provision import can_stop, recorded_request
+
+    caps = target(record.cloud).capabilities
+    if not caps.creates_resources:
+        return "its nodes are existing machines (an SSH pool) that skyc does not own"
+    if not caps.stop_start:
+        return f"{record.cloud} nodes cannot be stopped, only torn down"
+    placement, candidate = recorded_request(name)
+    if placement.use_spot:
+        return "spot instances cannot be stopped (a one-time spot request only terminates)"
+    if not can_stop(name, placement, candidate):
+        return "its nodes cannot be stopped (e.g. TPU VMs are only created and deleted)"
+    return None
+
+
+def stop_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 600.0) -> bool:
+    """Stop the cluster's nodes (disks kept) by re-applying its stack; False when it was
+    stopped already. Its jobs are ended first."""
+    from skyc.locks import cluster_lock
+    from skyc.provision import set_power
+    from skyc.state import StateDB
+
+    with StateDB() as db, cluster_lock(name, timeout=lock_timeout):
+        record = _require_cluster(db, name)
+        if record.status == "STOPPED":
+            return False
+        why = stop_refusal(name, record)
+        if why is not None:
+            raise UnsupportedFeature(f"cluster {name} cannot be stopped: {why}",
+                                     hint=f"run `skyc destroy {name}` when done")
+        reporter.stage("stop", name)
+        end_cluster_jobs(name)
+        set_power(name, "stopped", progress=reporter.engine_event)
+        db.set_cluster_status(name, "STOPPED")
+        db.add_event(name, "stop", "cluster stopped (disks kept)")
+    return True
+
+
+def start_cluster(name: str, reporter: LaunchReporter,
+                  lock_timeout: float = 600.0) -> ClusterInfo | None:
+    """Start a stopped cluster by re-applying its stack; its nodes (None: it was up)."""
+    from skyc.locks import cluster_lock
+    from skyc.provision import recorded_request, set_power
+    from skyc.state import StateDB
+
+    with StateDB() as db, cluster_lock(name, timeout=lock_timeout):
+        record = _require_cluster(db, name)
+        if record.status != "STOPPED":
+            return None
+        reporter.stage("start", name)
+        info = set_power(name, "running", progress=reporter.engine_event)
+        assert info is not None
+        db.mark_cluster_up(name, info, recorded_request(name)[0])
+        db.add_event(name, "start", "cluster started")
+    return info
+
+
+def _require_cluster(db: StateDB, name: str) -> ClusterRecord:
+    record = db.get_cluster(name)
+    if record is None:
+        raise SkycError(f"no cluster named '{name}'", hint="see your clusters with: skyc status")
+    return record

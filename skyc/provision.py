@@ -16,6 +16,7 @@ left removes them).
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from skyc.compiler import (
     workspace_values,
 )
 from skyc.config import SkycConfig, load_config
-from skyc.errors import ConfigError
+from skyc.errors import ConfigError, StateError
 from skyc.nodes import ClusterInfo
 from skyc.optimizer.plan import Placement
 from skyc.stacks.engine import ApplyFailed, Engine, ProgressCallback, StackDiff
@@ -36,6 +37,10 @@ from skyc.stacks.workspace import cluster_workspace
 from skyc.task.candidate import ResourceCandidate
 
 CLUSTER_FILE = "cluster.json"
+REQUEST_FILE = "request.json"   # the placement and resources the stack was built from
+# A stack whose nodes can be stopped declares the input POWER_VARIABLE (running |
+# stopped); its value is kept in the workspace's POWER_FILE (see ``set_power``).
+POWER_VARIABLE = POWER_FILE = "power_state"
 
 
 def _prepare(
@@ -99,6 +104,7 @@ def provision(
 ) -> ClusterInfo:
     """Create or update the cluster; returns its nodes. Also writes ``cluster.json``."""
     config = config or load_config()
+    (cluster_workspace(cluster) / POWER_FILE).unlink(missing_ok=True)  # provisioned: running
     workspace, driver = _prepare(cluster, placement, candidate, config, engine)
     try:
         diff = driver.plan()
@@ -120,7 +126,64 @@ def provision(
         workspace=str(workspace),
     )
     (workspace / CLUSTER_FILE).write_text(info.model_dump_json(indent=2) + "\n")
+    request = {"placement": placement.model_dump(mode="json"),
+               "candidate": candidate.model_dump(mode="json")}
+    (workspace / REQUEST_FILE).write_text(json.dumps(request, indent=2, sort_keys=True) + "\n")
     return info
+
+
+def recorded_request(cluster: str) -> tuple[Placement, ResourceCandidate]:
+    """The placement and resources cluster ``cluster`` was last provisioned with."""
+    path = cluster_workspace(cluster) / REQUEST_FILE
+    try:
+        doc = json.loads(path.read_text())
+        return (Placement.model_validate(doc["placement"]),
+                ResourceCandidate.model_validate(doc["candidate"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StateError(f"cluster {cluster}: {path} cannot be read ({exc})",
+                         hint=f"run `skyc apply` for it again, or `skyc destroy {cluster}`"
+                         ) from None
+
+
+def can_stop(cluster: str, placement: Placement, candidate: ResourceCandidate,
+             config: SkycConfig | None = None) -> bool:
+    """Whether the cluster's stack lets its nodes be stopped (declares the power input)."""
+    stack = build_stack(cluster, placement, candidate, config=config or load_config(),
+                        workspace=cluster_workspace(cluster))
+    return POWER_VARIABLE in stack.variables
+
+
+def set_power(
+    cluster: str, state: str, *, config: SkycConfig | None = None,
+    progress: ProgressCallback | None = None,
+) -> ClusterInfo | None:
+    """Re-apply the cluster's stack with its nodes ``stopped`` (disks kept) or ``running``
+    again; returns the nodes once running (their addresses may have changed)."""
+    config = config or load_config()
+    placement, candidate = recorded_request(cluster)
+    workspace = cluster_workspace(cluster)
+    engine = stack_engine(workspace)
+    power = workspace / POWER_FILE
+    before = power.read_text() if power.exists() else None
+    power.write_text(state + "\n")
+    try:
+        if state == "running":
+            return provision(cluster, placement, candidate, config=config, progress=progress,
+                             engine=engine)
+        _, driver = _prepare(cluster, placement, candidate, config, engine)
+        try:
+            diff = driver.plan()
+            if diff.has_changes:
+                driver.apply(diff, progress)
+        except ApplyFailed as exc:
+            raise _classified(exc, placement) from None
+        return None
+    except BaseException:
+        if before is None:
+            power.unlink(missing_ok=True)
+        else:
+            power.write_text(before)
+        raise
 
 
 def destroy_attempt(cluster: str, progress: ProgressCallback | None = None) -> None:

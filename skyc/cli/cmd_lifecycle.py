@@ -1,4 +1,6 @@
-"""``skyc autostop``: stop or tear down an idle cluster, decided on its head node."""
+"""``skyc stop`` / ``skyc start`` (the cluster's stack re-applied with its nodes stopped
+or running) and ``skyc autostop`` (stop or tear down an idle cluster, decided on its
+head node)."""
 
 from __future__ import annotations
 
@@ -46,5 +48,45 @@ def autostop_cmd(
                f"{idle_minutes:g} idle minute(s)")
 
 
+def stop_cmd(
+    cluster: str = typer.Argument(..., help="Name of a running cluster."),
+    lock_timeout: float = typer.Option(
+        600.0, "--lock-timeout", parser=params.LOCK_TIMEOUT,
+        help="Seconds to wait for another skyc on this cluster (0: do not wait)."),
+) -> None:
+    """Stop the cluster's nodes, keeping their disks: the same stack, re-applied with
+    the nodes stopped (where the target can; refused for spot, local, SSH pools, TPU VMs).
+    Jobs on it are ended first."""
+    from skyc.cli.output import print_line
+    from skyc.cli.report import ConsoleReporter
+    from skyc.launch import stop_cluster
+
+    if stop_cluster(cluster, ConsoleReporter(), lock_timeout):
+        print_line(f"cluster {cluster}: STOPPED (disks kept); start it with: skyc start "
+                   f"{cluster}")
+    else:
+        print_line(f"cluster {cluster} is already stopped")
+
+
+def start_cmd(
+    cluster: str = typer.Argument(..., help="Name of a stopped cluster."),
+    lock_timeout: float = typer.Option(
+        600.0, "--lock-timeout", parser=params.LOCK_TIMEOUT,
+        help="Seconds to wait for another skyc on this cluster (0: do not wait)."),
+) -> None:
+    """Start a stopped cluster: its stack re-applied with the nodes running."""
+    from skyc.cli.output import print_line
+    from skyc.cli.report import ConsoleReporter
+    from skyc.launch import start_cluster
+
+    info = start_cluster(cluster, ConsoleReporter(), lock_timeout)
+    if info is None:
+        print_line(f"cluster {cluster} is not stopped")
+        return
+    print_line(f"cluster {cluster}: UP ({len(info.nodes)} node(s))")
+
+
 def register(app: typer.Typer) -> None:
     app.command("autostop")(autostop_cmd)
+    app.command("stop")(stop_cmd)
+    app.command("start")(start_cmd)
