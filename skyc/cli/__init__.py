@@ -25,7 +25,7 @@ app = typer.Typer(
         "reviewable infrastructure-as-code stacks and running jobs."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help text: "cloud[/region]" must not be read as markup
 )
