@@ -10,10 +10,13 @@ stays ``STOPPED`` while its resources are there. Refresh never makes a cluster
 
 :func:`observe` reads (the engine's refresh, the node directories);
 :func:`decide` is the pure decision; :func:`probe` is both.
+:func:`removed_nodes_outcome` gives ``skyc logs`` what a job did on nodes that a
+reshape removed since (their stored logs, the recorded code).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -90,3 +93,32 @@ def observe(record: ClusterRecord) -> Observed:
 def probe(record: ClusterRecord) -> tuple[str, str]:
     """The cluster's status as its engine and its nodes show it, with a note."""
     return decide(record, observe(record))
+
+
+def removed_nodes_outcome(cluster: str, present: set[str], job_id: int,
+                          out: Callable[[bytes], None]) -> int | None:
+    """A finished job that ran on nodes the cluster no longer has (it was reshaped):
+    passes their stored logs to ``out``, prefixed ``(<node>, removed)``, and returns the
+    job's code as recorded (a node's own failure before a peer stopped with 143); None
+    when every node of the job is still there, or the job has not finished."""
+    from skyc.runtime.control import job_exit_code
+    from skyc.runtime.logs import Prefixer, log_name
+    from skyc.state import TERMINAL_JOB_STATUSES, StateDB
+
+    with StateDB() as db:
+        record = db.find_job(cluster, job_id)
+    if record is None or record.status not in TERMINAL_JOB_STATUSES:
+        return None
+    gone = sorted(set(record.exit_codes) - present)
+    if not gone:
+        return None
+    for node in gone:
+        prefixer = Prefixer(f"({node}, removed)", out)
+        for phase in ("setup", "run"):
+            path = Path(record.log_path or "") / log_name(node, phase)
+            if record.log_path and path.is_file():
+                with path.open("rb") as fh:
+                    while chunk := fh.read(1 << 20):
+                        prefixer.feed(chunk)
+        prefixer.flush()
+    return job_exit_code([(c, c == 143) for c in record.exit_codes.values()])

@@ -233,11 +233,17 @@ def logs_cmd(
 
     Exits with the job's code once it has ended (0 while it still runs)."""
     from skyc.errors import JobFailed
+    from skyc.reconcile import removed_nodes_outcome
     from skyc.runtime import queue, tail_logs
 
     info = load_cluster(cluster)
     code = tail_logs(info, job, follow, on_output=write_output)
-    _reconcile(cluster, queue(info))
+    jobs = queue(info)
+    _reconcile(cluster, jobs)
+    latest = job if job is not None else max((int(j["job_id"]) for j in jobs), default=0)
+    recorded = removed_nodes_outcome(cluster, {n.name for n in info.nodes}, latest,
+                                     write_output)  # nodes a reshape removed since
+    code = code if recorded is None else recorded
     if code > 0:
         raise JobFailed(f"job {job if job is not None else '(latest)'} on {cluster} exited "
                         f"with code {code}", code)

@@ -224,7 +224,7 @@ resources:
 run: |
   if [ "$SKYPILOT_NODE_RANK" = 1 ]; then
     if [ -n "$LONG" ]; then echo $$ > {tmp_path}/worker.pid; sleep 300; fi
-    exit 3
+    echo worker-fails; exit 3
   fi
   sleep 300
 """)
@@ -260,7 +260,10 @@ run: |
             if any(t.isdigit() for t in line.split())}
     assert "FAILED" in rows["1"] and "worker1: FAILED" in rows["1"], queue
     assert "CANCELLED" in rows["2"] and "SUCCEEDED" in rows["3"], queue
-    assert (skyc.home / "logs" / "rs" / "1" / "worker1.log").exists()  # its stored log
+    # logs of job 1: worker1's stored log and its code, though worker1 is gone
+    replay = skyc("logs", "rs", "1")
+    assert replay.returncode == 3, str(replay)
+    assert "(worker1, removed) worker-fails" in replay.stdout, str(replay)
     from skyc.state import StateDB
 
     with StateDB(skyc.home / "state.db") as db:
