@@ -213,6 +213,10 @@ def plan_scope(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | No
             target(head)  # raises: skyc cannot provision there yet
     skipped = sorted(c for c in priced if c not in TARGETS and (c in names or fall_back))
     names -= set(skipped)
+    wanted = normalize(infra) if infra and infra.strip() not in ("", "*") else None
+    if wanted is not None and wanted != "*":
+        # --infra names one cloud: no other cloud's catalog is read.
+        names = {n for n in names if normalize(n) == wanted}
     usable = [c for c in priced if c in TARGETS]
     chosen = [c for c in usable if c in names]
     restricted = bool(explicit) or config.infra is not None

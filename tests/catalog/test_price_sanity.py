@@ -68,3 +68,30 @@ def test_equal_prices_prefer_the_mapped_family_over_the_name(tmp_path: Path) -> 
     cat = load_catalog(_catalog(tmp_path, rows))
     [offer] = cat.offers(OfferQuery(accelerator="H100", accelerator_count=8, cheapest="price"))
     assert offer.instance_type == "a3-highgpu-8g"
+
+
+def test_infra_reads_only_that_clouds_catalog(tmp_path: Path) -> None:
+    """--infra aws with every cloud enabled: gcp's and azure's CSVs are not parsed (here
+    they are not even CSV, so reading them would fail the plan)."""
+    root = _catalog(tmp_path, ["m9.2xlarge,,,8.0,32.0,,0.5,,r1,r1a,x86_64"])
+    for cloud in ("gcp", "azure"):
+        (root / cloud).mkdir()
+        (root / cloud / "vms.csv").write_text("\x00 not a catalog \x00\n")
+    home = tmp_path / "home"
+    (home / ".skyc").mkdir(parents=True)
+    (home / ".skyc" / "config.yaml").write_text("infra: [aws, gcp, azure]\n")
+    task = _task(tmp_path, "resources:\n  cpus: 8\nrun: x\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(HOME=str(home), SKYC_HOME=str(home / ".skyc"), PYTHONPATH=str(ROOT))
+    run = [sys.executable, "-m", "skyc", "plan", str(task), "--catalog", str(root),
+           "--no-diff", "--format", "json"]
+    r = subprocess.run([*run, "--infra", "AWS"], capture_output=True, text=True, env=env,
+                       timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    from skyc.compiler import TARGETS
+
+    if {"gcp", "azure"} & set(TARGETS):
+        # without --infra every enabled cloud skyc can provision is read
+        r = subprocess.run(run, capture_output=True, text=True, env=env, timeout=120,
+                           cwd=ROOT)
+        assert r.returncode != 0 and "Traceback" not in r.stderr
