@@ -81,6 +81,9 @@ class Resource(_Model):
     provider: str | None = None
     commands: list[LocalCommand] = Field(default_factory=list)
     arg_names: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # Where an engine's state may still hold it under an earlier address (e.g. a node
+    # from before nodes were unrolled): the engine moves it instead of replacing it.
+    formerly: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _default_name(self) -> Resource:

@@ -1,8 +1,8 @@
 """Emit a Stack as Terraform JSON syntax (``main.tf.json``).
 
 The only place that writes Terraform's syntax: ``${...}`` references, the
-``lifecycle`` and ``depends_on`` meta-arguments, ``local-exec`` provisioners and
-the ``terraform`` block. The output is deterministic: keys sorted, resources
+``lifecycle`` and ``depends_on`` meta-arguments, ``local-exec`` provisioners,
+``moved`` blocks and the ``terraform`` block. The output is deterministic: keys sorted, resources
 keyed by type and name, a trailing newline. The same stack always gives the same
 bytes.
 """
@@ -96,6 +96,13 @@ def to_terraform(stack: Stack) -> dict[str, Any]:
         by_type[res.name] = render.resource(res)
     if resources:
         doc["resource"] = resources
+    moved = sorted(
+        ({"from": r.formerly[ENGINE], "to": address(r)} for r in stack.resources
+         if ENGINE in r.formerly),
+        key=lambda m: m["to"],
+    )
+    if moved:
+        doc["moved"] = moved
     if stack.outputs:
         doc["output"] = {
             name: out.model_dump(exclude_defaults=True) | {"value": render.value(out.value)}

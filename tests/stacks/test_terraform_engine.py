@@ -116,3 +116,29 @@ def test_engines_meet_the_protocol(tmp_path: Path) -> None:
         assert engine.name == name and engine.workspace == tmp_path
         for method in ("init", "prepare", "plan", "apply", "outputs", "refresh", "destroy"):
             assert callable(getattr(engine, method)), (name, method)
+
+
+@requires_terraform
+def test_nodes_of_a_counted_stack_move_instead_of_being_replaced(tmp_path: Path) -> None:
+    # A local cluster's stack as it was written when nodes were one counted resource.
+    old = {"resource": {"terraform_data": {"node": {
+        "count": 2,
+        "input": {"dir": '${format("nodes/%s", count.index == 0 ? "head" : '
+                         'format("worker%d", count.index))}', "labels": {"skyc-cluster": "m"}},
+    }}}}
+    (tmp_path / "main.tf.json").write_text(json.dumps(old))
+    engine = TerraformEngine(tmp_path)
+    engine.init()
+    engine.apply(engine.plan())
+    from skyc.compiler import build_stack
+    from skyc.config import SkycConfig
+    from skyc.optimizer.plan import Placement
+    from skyc.task.candidate import ResourceCandidate
+
+    stack = build_stack("m", Placement(cloud="local", num_nodes=3, hourly_cost=0),
+                        ResourceCandidate(index=0), config=SkycConfig(), workspace=tmp_path)
+    write_stack(stack, tmp_path)
+    diff = engine.plan()
+    actions = {c.address: c.action for c in diff.changes}
+    assert actions == {"terraform_data.node_0": "no-op", "terraform_data.node_1": "no-op",
+                       "terraform_data.node_2": "create"}, actions

@@ -91,6 +91,11 @@ def _resource(kind: str, key: str, name: str, properties: dict[str, Any],
                     properties=properties, provider="aws", **fields)
 
 
+def _counted(kind: str, name: str, rank: int) -> dict[str, str]:
+    """The node's terraform address from when nodes were one resource with a count."""
+    return {"terraform": f"{TYPES[kind][0]}.{name}[{rank}]"}
+
+
 def _block(pulumi_args: str, **values: Any) -> Block:
     return Block(values=values, args={"pulumi": pulumi_args})
 
@@ -279,11 +284,11 @@ def _instances(
             stack.add(_resource("network_interface", f"efa_{rank}", f"efa_{rank}", {
                 "subnet_id": SUBNET_ID, "security_groups": [SG_ID],
                 "interface_type": "efa", "tags": tags,
-            }))
+            }, formerly=_counted("network_interface", "efa", rank)))
             interface = Ref(resource=f"efa_{rank}", attribute="id")
             stack.add(_resource("eip", f"eip_{rank}", node, {
                 "domain": "vpc", "network_interface": interface, "tags": tags,
-            }, depends_on=["internet_gateway"]))
+            }, depends_on=["internet_gateway"], formerly=_counted("eip", "node", rank)))
             instance["network_interface"] = [_block(
                 "aws.ec2.InstanceNetworkInterfaceArgs",
                 device_index=0, network_interface_id=interface,
@@ -300,6 +305,7 @@ def _instances(
             "instance", node, node, instance,
             depends_on=["route", "route_table_association"], ignore_changes=ignore,
             arg_names={"pulumi": {"network_interface": "network_interfaces"}},
+            formerly=_counted("instance", "node", rank),
         ))
         if not placement.use_spot:
             stack.add(_resource("instance_state", f"power_{rank}", node, {

@@ -29,6 +29,8 @@ def build(request: BuildRequest) -> Stack:
                 LocalCommand(command='mkdir -p "$SKYC_NODE_DIR"', environment=env),
                 LocalCommand(command='rm -rf "$SKYC_NODE_DIR"', when="destroy", environment=env),
             ],
+            # Nodes were one counted resource once; their state moves to the new name.
+            formerly={"terraform": f"terraform_data.node[{rank}]"},
         ))
         dirs.append(Ref(resource=key, attribute="output.dir"))
     stack.outputs = {"node_dirs": Output(value=dirs)}
