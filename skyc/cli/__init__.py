@@ -79,6 +79,31 @@ _plain_argument_help()
 _register_commands()
 
 
+def _command_name(info: Any) -> str:
+    name = info.name or info.callback.__name__.replace("_", "-")
+    return str(name)
+
+
+def app_for(argv: list[str]) -> typer.Typer:
+    """The app with only the command ``argv`` invokes: typer converts every registered
+    command (its signature, its options) on each run, so a run that names one command
+    converts just that one. The whole app for anything else (root help, completion, a
+    misspelt command, which then gets click's suggestions)."""
+    import copy
+
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or any(k.startswith("_SKYC_COMPLETE") for k in os.environ):
+        return app
+    commands = [c for c in app.registered_commands if _command_name(c) == first]
+    groups = [g for g in app.registered_groups if g.name == first]
+    if not commands and not groups:
+        return app
+    pruned = copy.copy(app)
+    pruned.registered_commands = commands
+    pruned.registered_groups = groups
+    return pruned
+
+
 def main() -> None:
     """Console-script entry point: run the app, turn SkycErrors into clean messages."""
     from skyc.cli.output import print_error
@@ -87,7 +112,7 @@ def main() -> None:
     # points the first time a model is validated; the CLI uses none.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     try:
-        rc = app(standalone_mode=False)
+        rc = app_for(sys.argv[1:])(standalone_mode=False)
         # Without standalone mode, click returns `typer.Exit(n)`'s code instead of exiting.
         sys.exit(rc if isinstance(rc, int) else 0)
     except SkycError as exc:

@@ -11,12 +11,14 @@ import typer
 
 from skyc.cli import params
 from skyc.cli.options import (
+    INFRA_HELP,
     cpus_option,
     env_file_option,
     env_values,
     gpus_option,
     instance_type_option,
     memory_option,
+    one_infra,
 )
 
 if TYPE_CHECKING:
@@ -91,6 +93,21 @@ def _on_every_host(spec: Any, cluster: str, info: ClusterInfo) -> Any:
     return spec.model_copy(update={"num_nodes": spec.num_nodes * (hosts // placed)})
 
 
+def _check_infra(cluster: str, info: ClusterInfo, infra: str | None) -> None:
+    """``exec --infra``: the cluster must run where --infra says (each part given)."""
+    if infra is None:
+        return
+    from skyc.errors import ConfigError
+    from skyc.optimizer import parse_infra
+
+    have = (info.cloud, info.region, info.zone)
+    for want, got in zip(parse_infra(infra), have, strict=True):
+        if want is not None and want != got:
+            where = "/".join(p for p in have if p)
+            raise ConfigError(f"--infra {infra}: cluster '{cluster}' runs on {where}",
+                              hint="drop --infra, or launch a cluster there with skyc launch")
+
+
 def exec_cmd(
     cluster: str = typer.Argument(..., metavar="CLUSTER", help="Name of a running cluster."),
     task: str = typer.Argument(
@@ -99,6 +116,8 @@ def exec_cmd(
     num_nodes: int | None = typer.Option(
         None, "--num-nodes", metavar="N", parser=params.Count(1, 10_000),
         help="Nodes to run on (default: the task's num_nodes; 1 for a command)."),
+    infra: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP + (
+        " On exec: refused unless the cluster runs there.")),
     gpus: str | None = gpus_option(),
     cpus: str | None = cpus_option(),
     memory: str | None = memory_option(),
@@ -141,6 +160,7 @@ def exec_cmd(
     check_task(the_task)
     spec = job_spec_from_task(the_task)
     info = load_cluster(cluster)
+    _check_infra(cluster, info, one_infra(infra))
     _check_fits(Path(task) if is_task_file(task) else Path("<command line>"), cluster, info,
                 the_task)
     spec = _on_every_host(spec, cluster, info)

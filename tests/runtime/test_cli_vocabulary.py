@@ -57,3 +57,12 @@ def test_down_all_with_no_clusters(skyc_home: Path) -> None:
     assert out.returncode == 0 and "no clusters to destroy" in out.stdout
     out = skyc(skyc_home, "down")
     assert out.returncode == 1 and "pass -a" in out.stderr
+
+
+def test_exec_infra_must_match_the_cluster(local_cluster: ClusterInfo, skyc_home: Path) -> None:
+    save_cluster(skyc_home, local_cluster)
+    out = skyc(skyc_home, "exec", "loc", "--infra", "aws", "echo no")
+    assert out.returncode == 1 and "--infra aws: cluster 'loc' runs on local" in out.stderr
+    assert "no" not in out.stdout
+    out = skyc(skyc_home, "exec", "loc", "--infra", "LOCAL", "echo yes")
+    assert out.returncode == 0 and "yes" in out.stdout, out.stderr
