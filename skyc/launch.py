@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
     from skyc.runtime import JobResult, JobSpec
     from skyc.runtime.autostop import AutostopPlan
+    from skyc.stacks.engine import StackDiff
     from skyc.state import ClusterRecord, StateDB
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
@@ -70,6 +71,15 @@ class LaunchOptions:
     engine: str | None = None  # terraform or pulumi; None: the config's, else the target's
     idle_minutes: float | None = None  # -i: autostop after that idle time (down: tear down)
     confirm: Callable[[str], bool] | None = None  # asked with the change summary; None = yes
+    # A reviewed plan file's placements (the chosen one first, then the alternatives
+    # failover may use) and the (address, action) changes its first stack listed.
+    reviewed: ReviewedPlacements | None = None
+
+
+@dataclass
+class ReviewedPlacements:
+    placements: list[Placement]
+    changes: list[tuple[str, str]]
 
 
 @dataclass
@@ -264,10 +274,16 @@ def _provision(
 
     def next_placement(more: list[Blocked]) -> Placement:
         both = [*blocked, *more]
+        if opts.reviewed is not None:
+            return reviewed_next(opts.reviewed.placements, both)
         return make_plan([task], pinned, blocked=both, config=config).tasks[0].placement
 
     reporter.stage("optimize")
     plan = make_plan([task], pinned, blocked=blocked, config=config)
+    if opts.reviewed is not None:
+        first = opts.reviewed.placements[0]
+        plan = plan.model_copy(update={"tasks": [plan.tasks[0].model_copy(update={
+            "placement": first, "alternatives": opts.reviewed.placements[1:]})]})
     reporter.plan(plan)
     candidates = task.candidates()
     chosen = plan.tasks[0].placement
@@ -279,9 +295,10 @@ def _provision(
                           opts.engine)
         for line in reshape.summary().splitlines():
             reporter.stage("reshape", line)
-    if opts.confirm is not None:
-        _confirm_changes(name, plan.tasks[0].placement, candidates, config, opts.confirm,
-                         opts.engine)
+    confirmed = None
+    if opts.confirm is not None and opts.reviewed is None:
+        confirmed = _confirm_changes(name, plan.tasks[0].placement, candidates, config,
+                                     opts.confirm, opts.engine)
     if reshape is not None:
         db.reconcile_jobs(name, end_removed_jobs(reshape))
 
@@ -301,11 +318,16 @@ def _provision(
         prior = recorded.engine if recorded and recorded.engine in target(p.cloud).engines else None
         engine = choose_engine(p.cloud, opts.engine or prior, config)
         reporter.stage("provision", f"{p.infra} ({engine})")
+        first = not engine_ran
         engine_ran.append(p)
         db.upsert_cluster_from_placement(name, p, status="INIT", engine=engine)
+        # The first attempt applies the diff the user confirmed (its saved engine plan),
+        # or checks the engine's plan against the reviewed plan file's changes.
         return provision(
             name, p, candidates[p.candidate_index], config=config,
             progress=reporter.engine_event, engine=engine,
+            reviewed=confirmed if first and p is chosen else None,
+            expected=opts.reviewed.changes if first and opts.reviewed is not None else None,
         )
 
     def cleanup(p: Placement) -> None:
@@ -370,7 +392,9 @@ def _confirm_changes(
     config: SkycConfig,
     confirm: Callable[[str], bool],
     engine: str | None = None,
-) -> None:
+) -> StackDiff:
+    """Ask to apply the cluster's diff; returns that diff (its saved engine plan is the
+    one applied)."""
     from skyc.provision import plan_changes
 
     diff = plan_changes(name, placement, candidates[placement.candidate_index], config=config,
@@ -382,6 +406,19 @@ def _confirm_changes(
     ]
     if not confirm("\n".join(lines)):
         raise SkycError("apply cancelled; nothing was changed")
+    return diff
+
+
+def reviewed_next(placements: Sequence[Placement], blocked: Sequence[Blocked]) -> Placement:
+    """Failover after a reviewed plan: the first of its placements not blocked."""
+    for p in placements:
+        if not any(b.matches(p.cloud, p.region, p.zone) for b in blocked):
+            return p
+    from skyc.errors import InfeasibleError
+
+    raise InfeasibleError(
+        "every placement the reviewed plan lists has failed",
+        hint="run `skyc plan -o FILE` again for new alternatives, and review it")
 
 
 def _job_spec(task: Task) -> JobSpec | None:

@@ -45,10 +45,10 @@ POWER_VARIABLE = POWER_FILE = "power_state"
 
 def _prepare(
     cluster: str, placement: Placement, candidate: ResourceCandidate, config: SkycConfig,
-    engine: str | None,
+    engine: str | None, workspace: Path | None = None,
 ) -> tuple[Path, Engine]:
     name = choose_engine(placement.cloud, engine, config)
-    workspace = cluster_workspace(cluster)
+    workspace = workspace or cluster_workspace(cluster)
     existing = stack_engine(workspace)
     if existing is not None and existing != name and (workspace / CLUSTER_FILE).exists():
         raise ConfigError(
@@ -79,14 +79,17 @@ def plan_changes(
     *,
     config: SkycConfig | None = None,
     engine: str | None = None,
+    workspace: Path | None = None,
 ) -> StackDiff:
     """What ``provision`` would change, against the cluster's current state.
 
     Writes the workspace (stack, key) and initializes it; changes no resources.
-    ``engine`` as :func:`skyc.compiler.choose_engine` takes it.
+    ``engine`` as :func:`skyc.compiler.choose_engine` takes it. ``workspace``: where
+    to work instead of the cluster's own (a temporary folder for a cluster that was
+    never applied: the diff is then all creates, and nothing is left behind).
     """
     config = config or load_config()
-    _, driver = _prepare(cluster, placement, candidate, config, engine)
+    _, driver = _prepare(cluster, placement, candidate, config, engine, workspace)
     try:
         return driver.plan()
     except ApplyFailed as exc:
@@ -101,13 +104,24 @@ def provision(
     config: SkycConfig | None = None,
     progress: ProgressCallback | None = None,
     engine: str | None = None,
+    reviewed: StackDiff | None = None,
+    expected: list[tuple[str, str]] | None = None,
 ) -> ClusterInfo:
-    """Create or update the cluster; returns its nodes. Also writes ``cluster.json``."""
+    """Create or update the cluster; returns its nodes. Also writes ``cluster.json``.
+
+    ``reviewed``: the diff the user confirmed (from :func:`plan_changes` on this
+    workspace): its saved engine plan is applied as it is, with no second plan (the
+    engine refuses it when the state moved since). ``expected``: the (address,
+    action) pairs a saved plan file lists; the engine's plan must list the same, or
+    nothing is applied (:class:`skyc.errors.StateError` names what differs).
+    """
     config = config or load_config()
     (cluster_workspace(cluster) / POWER_FILE).unlink(missing_ok=True)  # provisioned: running
     workspace, driver = _prepare(cluster, placement, candidate, config, engine)
     try:
-        diff = driver.plan()
+        diff = reviewed if reviewed is not None else driver.plan()
+        if expected is not None:
+            check_expected(cluster, diff, expected)
         if diff.has_changes:
             driver.apply(diff, progress)
     except ApplyFailed as exc:
@@ -130,6 +144,27 @@ def provision(
                "candidate": candidate.model_dump(mode="json")}
     (workspace / REQUEST_FILE).write_text(json.dumps(request, indent=2, sort_keys=True) + "\n")
     return info
+
+
+def change_pairs(diff: StackDiff) -> list[tuple[str, str]]:
+    """The diff's changes as sorted (address, action) pairs, no-ops left out."""
+    return sorted((c.address, c.action) for c in diff.changes
+                  if c.action not in ("no-op", "read"))
+
+
+def check_expected(cluster: str, diff: StackDiff, expected: list[tuple[str, str]]) -> None:
+    """Refuse when the engine's plan is not the reviewed one."""
+    got = change_pairs(diff)
+    want = sorted((a, b) for a, b in expected)
+    if got == want:
+        return
+    extra = [f"{a} ({b})" for a, b in got if (a, b) not in want]
+    gone = [f"{a} ({b})" for a, b in want if (a, b) not in got]
+    parts = ([f"now also {', '.join(extra)}"] if extra else []) + (
+        [f"no longer {', '.join(gone)}"] if gone else [])
+    raise StateError(
+        f"cluster {cluster} moved since the plan was saved: {'; '.join(parts)}",
+        hint="nothing was applied; run `skyc plan -o FILE` again and review the new plan")
 
 
 def recorded_request(cluster: str) -> tuple[Placement, ResourceCandidate]:

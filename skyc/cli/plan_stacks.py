@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from skyc.optimizer.plan import Placement, Plan
     from skyc.stacks.engine import StackDiff
     from skyc.task import Task
+    from skyc.task.candidate import ResourceCandidate
 
 # A ResourceChange's action as terraform's `actions` list. A replacement is reported
 # in terraform's default order (delete, then create); the engine's diff does not say
@@ -98,9 +99,16 @@ def plan_stacks(
     tasks: list[Task], plan: Plan, names: list[str], *, catalog: Path | None, target: str,
     config: SkycConfig, engine: str | None = None,
     on_stack: Callable[[str, str], None] | None = None,
+    on_plan: OnPlan | None = None,
 ) -> list[dict[str, Any]]:
     """Each cluster's engine diff; a stack whose diff cannot be computed gets a note.
-    ``on_stack(cluster, engine)`` is called as each engine run starts (progress).
+    ``on_stack(cluster, engine)`` is called as each engine run starts (progress);
+    ``on_plan(cluster, workspace, diff)`` once its diff is computed, while the
+    workspace it ran in still exists (a saved plan file keeps its files).
+
+    A cluster never applied (its workspace holds no stack) is diffed in a temporary
+    folder, with a throwaway SSH key: ``plan`` writes nothing into ``$SKYC_HOME``
+    for it (no workspace, no key, no lock file).
 
     The engine does not run for a stack whose cloud has no credentials here (skyc's
     own check): it would only probe for them (instance metadata, the provider
@@ -109,8 +117,6 @@ def plan_stacks(
     from skyc.compiler import choose_engine
     from skyc.errors import SkycError
     from skyc.infra import missing_credentials
-    from skyc.locks import cluster_lock
-    from skyc.provision import plan_changes
 
     stacks = []
     for task, task_plan, cluster in zip(tasks, plan.tasks, names, strict=True):
@@ -129,8 +135,7 @@ def plan_stacks(
             candidate = task.candidates()[placement.candidate_index]
             if on_stack is not None:
                 on_stack(cluster, name)
-            with cluster_lock(cluster, timeout=0):
-                diff = plan_changes(cluster, placement, candidate, config=config, engine=name)
+            diff = _diff_one(cluster, placement, candidate, config, name, on_plan)
         except SkycError as exc:
             reason = _reason(exc)
             stacks.append(stack_entry(cluster, task_plan.name, name, None,
@@ -138,6 +143,35 @@ def plan_stacks(
             continue
         stacks.append(stack_entry(cluster, task_plan.name, name, diff, note))
     return stacks
+
+
+OnPlan = Callable[[str, Path, "StackDiff"], None]
+
+
+def _diff_one(
+    cluster: str, placement: Placement, candidate: ResourceCandidate, config: SkycConfig,
+    engine: str, on_plan: OnPlan | None,
+) -> StackDiff:
+    import tempfile
+
+    from skyc.locks import cluster_lock
+    from skyc.provision import plan_changes
+    from skyc.stacks.workspace import cluster_workspace, has_stack
+
+    home = cluster_workspace(cluster)
+    if has_stack(home):
+        with cluster_lock(cluster, timeout=0):
+            diff = plan_changes(cluster, placement, candidate, config=config, engine=engine)
+            if on_plan is not None:
+                on_plan(cluster, home, diff)
+            return diff
+    with tempfile.TemporaryDirectory(prefix="skyc-plan-") as tmp:
+        workspace = Path(tmp) / cluster
+        diff = plan_changes(cluster, placement, candidate, config=config, engine=engine,
+                            workspace=workspace)
+        if on_plan is not None:
+            on_plan(cluster, workspace, diff)
+        return diff.model_copy(update={"plan_file": None})
 
 
 def _short(value: Any, width: int = 90) -> str:
