@@ -546,8 +546,9 @@ def stop_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 600.
         reporter.stage("stop", name)
         end_cluster_jobs(name)
         set_power(name, "stopped", progress=reporter.engine_event)
-        db.set_cluster_status(name, "STOPPED")
-        db.add_event(name, "stop", "cluster stopped (disks kept)")
+        disks = stopped_hourly_cost(name, record)
+        db.upsert_cluster(record.model_copy(update={"status": "STOPPED", "hourly_cost": disks}))
+        db.add_event(name, "stop", f"cluster stopped (disks kept: ${disks:.4f}/hour)")
     return True
 
 
@@ -568,6 +569,17 @@ def start_cluster(name: str, reporter: LaunchReporter,
         db.mark_cluster_up(name, info, recorded_request(name)[0])
         db.add_event(name, "start", "cluster started")
     return info
+
+
+def stopped_hourly_cost(name: str, record: ClusterRecord) -> float:
+    """What the stopped cluster's disks still cost per hour (its target declares the
+    price per GB-month)."""
+    from skyc.compiler import target
+    from skyc.provision import recorded_request
+
+    placement, candidate = recorded_request(name)
+    per_gb = target(record.cloud).capabilities.disk_gb_month
+    return placement.num_nodes * candidate.disk_size * per_gb / 730.0
 
 
 def _require_cluster(db: StateDB, name: str) -> ClusterRecord:

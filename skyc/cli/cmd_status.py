@@ -101,6 +101,7 @@ def cluster_summary(db: StateDB, record: ClusterRecord, now: float) -> dict[str,
         "nodes": record.nodes,
         "engine": record.engine,
         "hourly_cost": record.hourly_cost,
+        "autostop": autostop_setting(db, record.name),
         "launched_at": record.launched_at,
         "age_s": None if record.launched_at is None else round(now - record.launched_at, 1),
         "last_job": None if last_job is None else {
@@ -108,6 +109,21 @@ def cluster_summary(db: StateDB, record: ClusterRecord, now: float) -> dict[str,
             "name": last_job.name, "status": last_job.status,
         },
     }
+
+
+def autostop_setting(db: StateDB, name: str) -> dict[str, Any] | None:
+    """The cluster's autostop (idle_minutes, down, wait_for) as last set; None when off."""
+    events = [e for e in db.events(name) if e.kind == "autostop"]
+    data = events[-1].data if events else None
+    return None if not data or data.get("cancelled") else data
+
+
+def _status_text(row: dict[str, Any]) -> str:
+    auto = row.get("autostop")
+    if not auto:
+        return str(row["status"])
+    action = "down" if auto.get("down") else "stop"
+    return f"{row['status']} (autostop {auto.get('idle_minutes'):g}m, {action})"
 
 
 def _event_dict(event: EventRecord) -> dict[str, Any]:
@@ -133,7 +149,7 @@ def _print_table(db: StateDB, rows: list[dict[str, Any]], verbose: bool) -> None
         job = row["last_job"]
         table.add_row(
             escape(row["name"]), escape(row["infra"] or "-"), escape(row["resources"]),
-            str(len(row["nodes"])), row["status"], f"{row['hourly_cost']:.2f}",
+            str(len(row["nodes"])), _status_text(row), f"{row['hourly_cost']:.2f}",
             format_age(row["age_s"]),
             "-" if job is None else escape(f"#{job['id']} {job['name'] or ''} {job['status']}"),
         )

@@ -40,6 +40,7 @@ class Capabilities(BaseModel):
     placement_groups: bool = False
     open_ports: bool = False
     stop_start: bool = False
+    disk_gb_month: float = 0.0         # USD per GB-month a stopped node's disk still costs
     custom_images: bool = False
     creates_resources: bool = True     # False: the nodes exist already (ssh pools)
     needs_providers: bool = False      # the stack needs provider plugins (terraform init)

@@ -4,6 +4,7 @@ terraform binary, nothing mocked)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from tests.e2e.conftest import Skyc, wait_until
@@ -57,8 +58,15 @@ def test_stop_without_down_is_refused_on_local_and_cancel_keeps_the_cluster(
     negative = skyc("autostop", "keep", "-i", "-1", "--down")
     assert negative.returncode != 0 and "minutes" in negative.output
 
+    skyc.ok("autostop", "keep", "-i", "30", "--down")
+    [row] = json.loads(skyc.ok("status", "--format", "json").stdout)
+    assert row["autostop"] == {"idle_minutes": 30.0, "down": True, "wait_for": None}
+    assert "UP (autostop 30m, down)" in skyc.ok("status").stdout
+
     skyc.ok("autostop", "keep", "-i", SHORT, "--down")
     skyc.ok("autostop", "keep", "--cancel")
     time.sleep(6)
     assert "keep" in skyc.clusters()
+    [row] = json.loads(skyc.ok("status", "--format", "json").stdout)
+    assert row["autostop"] is None
     skyc.ok("destroy", "keep", "--yes")

@@ -82,6 +82,8 @@ def test_stop_then_start_keeps_the_instances_and_their_volumes(
     with StateDB() as db:
         record = db.get_cluster("box")
         assert record is not None and record.status == "STOPPED"
+        # Only the disks are charged: 2 nodes x 256 GB at the target's $/GB-month.
+        assert record.hourly_cost == pytest.approx(2 * 256 * 0.08 / 730)
     assert stop_cluster("box", _Quiet()) is False          # already stopped
 
     started = start_cluster("box", _Quiet())
@@ -92,6 +94,7 @@ def test_stop_then_start_keeps_the_instances_and_their_volumes(
     with StateDB() as db:
         record = db.get_cluster("box")
         assert record is not None and record.status == "UP"
+        assert record.hourly_cost == pytest.approx(0.192)
     again = plan_changes("box", _cpu(), CANDIDATE, config=config)
     assert not again.has_changes, [c for c in again.changes if c.action != "no-op"]
     teardown("box")

@@ -14,6 +14,7 @@ TARGET = Target(
         placement_groups=True,
         open_ports=True,
         stop_start=True,
+        disk_gb_month=0.08,  # gp3, us-east-1: what a stopped node still costs per GB
         custom_images=True,
         needs_providers=True,
         max_nodes=512,  # one cluster placement group holds at most a few hundred instances
