@@ -331,3 +331,17 @@ def test_plan_says_which_engine_diff_runs(tmp_path: Path, home: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "engine diff 1/1: terraform plan for stack hi" in r.stderr
     assert "engine diff done in" in r.stderr and "stack hi" in r.stdout
+
+
+def test_a_cheaper_disabled_cloud_gets_one_line(tmp_path: Path, home: Path) -> None:
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("[default]\n")  # aws enabled, nothing else
+    t = task(tmp_path, "resources:\n  accelerators: A100:8\nrun: echo\n")
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG))
+    assert r.returncode == 0, r.stderr
+    assert "planned over all" not in r.stdout
+    [line] = [ln for ln in r.stdout.splitlines() if " would be $" in ln]
+    assert line.startswith("gcp would be $26.4700/hr total") and "enable it" in line
+    r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--format", "json")
+    notes = json.loads(r.stdout)["notes"]
+    assert notes["cheaper_elsewhere"]["clouds"] == ["gcp"]
