@@ -93,9 +93,11 @@ def _egress_note(plan: Plan, index: int) -> str:
     """Why a pipeline step's chosen row may be dearer than another: data transfer."""
     tp = plan.tasks[index]
     cheaper = [a for a in tp.alternatives if a.hourly_cost < tp.placement.hourly_cost - 1e-9]
-    if plan.egress_cost and cheaper and "data transfer" in tp.reason:
+    if cheaper and "data transfer" in tp.reason:
+        cost = (f"${plan.egress_cost:.2f} in all" if plan.egress_cost
+                else "none, here: the steps share a region")
         return ("chosen over cheaper rows to keep the pipeline's data transfer low "
-                f"(${plan.egress_cost:.2f} in all)")
+                f"(data transfer: {cost})")
     return ""
 
 

@@ -127,5 +127,10 @@ def _reason(chosen: Choice, choices: Sequence[Choice], target: Target, joint: bo
     if len(levels) > 1:
         text = f"{what} offer of the preferred candidate (ordered; {len(choices)} feasible in all)"
     if joint:
-        text += ", placed jointly with the pipeline's data transfers"
+        best = min(c.objective(target) for c in top_preference(choices))
+        if chosen.objective(target) > best + 1e-9:
+            text = (f"not the {what} of {len(choices)} feasible offers: placed jointly with "
+                    "the pipeline's other tasks, to keep their data transfer low")
+        else:
+            text += ", placed jointly with the pipeline's data transfers"
     return text

@@ -345,3 +345,23 @@ def test_a_cheaper_disabled_cloud_gets_one_line(tmp_path: Path, home: Path) -> N
     r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG), "--format", "json")
     notes = json.loads(r.stdout)["notes"]
     assert notes["cheaper_elsewhere"]["clouds"] == ["gcp"]
+
+
+def test_a_row_dearer_because_of_data_transfer_says_so(tmp_path: Path, home: Path) -> None:
+    header = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,"
+              "SpotPrice,Region,AvailabilityZone,Arch\n")
+    rows = ["m9.xlarge,,,4.0,16.0,,0.1,,us-east-1,use1-az1,x86_64",
+            "m9.xlarge,,,4.0,16.0,,0.5,,us-west-2,usw2-az1,x86_64",
+            "p9.24xlarge,A100,8,96.0,1152.0,,30.5,,us-east-1,use1-az1,x86_64",
+            "p9.24xlarge,A100,8,96.0,1152.0,,30.0,,us-west-2,usw2-az1,x86_64"]
+    (tmp_path / "cat" / "aws").mkdir(parents=True)
+    (tmp_path / "cat" / "aws" / "vms.csv").write_text(header + "\n".join(rows) + "\n")
+    t = task(tmp_path, (
+        "name: prep\nresources:\n  cpus: 4\noutputs:\n  s3://b/data: 1000\nrun: echo\n---\n"
+        "name: train\nresources:\n  accelerators: A100:8\nrun: echo\n"))
+    r = skyc(home, "plan", t, "--catalog", str(tmp_path / "cat"), "--infra", "aws")
+    assert r.returncode == 0, r.stderr
+    prep = r.stdout.split("task train")[0]
+    [chosen] = [line for line in prep.splitlines() if "✔" in line]
+    assert "aws/us-west-2" in chosen  # dearer than us-east-1, where train would pay more
+    assert "chosen over cheaper rows to keep the pipeline's data transfer low" in prep

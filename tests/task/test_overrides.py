@@ -19,7 +19,8 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def test_overrides_replace_fields_everywhere_they_are_set(tmp_path: Path) -> None:
     path = _write(tmp_path, "num_nodes: 1\nresources:\n  cpus: 4\n  any_of:\n"
-                            "    - {accelerators: A100:8, infra: aws}\n    - {infra: gcp}\nrun: x\n")
+                            "    - {accelerators: A100:8, infra: aws}\n"
+                            "    - {infra: gcp}\nrun: x\n")
     over = resource_overrides(gpus="H100:8", cpus="8+", use_spot=True, num_nodes=2,
                               disk_size=200)
     task = load_tasks(path, overrides=over).tasks[0]
