@@ -94,7 +94,11 @@ def queue_cmd(
 def _job_doc(store: Any, job: Any) -> dict[str, Any]:
     doc: dict[str, Any] = job.model_dump(
         mode="json", exclude={"spec", "lease_owner", "cancel_requested"})
+    from skyc.jobs.submit import controller_alive
+
     doc["strategy"] = job.spec.recovery.strategy
+    # An unfinished job whose lease has lapsed has no controller: `skyc jobs controller`.
+    doc["controller"] = None if job.done else ("alive" if controller_alive(job) else "gone")
     doc["cost"] = round(store.cost(job.id), 6)
     doc["trail"] = [e.model_dump(mode="json", exclude={"job"}) for e in store.trail(job.id)]
     doc["attempts"] = [a.model_dump(mode="json", exclude={"job"})
@@ -109,7 +113,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     from skyc.cli.output import console
 
     table = Table("ID", "NAME", "STATUS", "SUBMITTED", "DURATION", "RECOVERIES", "RESTARTS",
-                  "CLUSTER", "COST", box=None, pad_edge=False)
+                  "CLUSTER", "COST", "CONTROLLER", box=None, pad_edge=False)
     now = time.time()
     for r in rows:
         when = datetime.datetime.fromtimestamp(r["submitted_at"]).strftime("%Y-%m-%d %H:%M")
@@ -117,7 +121,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         took = "-" if start is None else f"{(r['ended_at'] or now) - start:.0f}s"
         table.add_row(str(r["id"]), escape(r["name"] or "-"), r["status"], when, took,
                       str(r["recoveries"]), str(r["restarts"]), escape(r["cluster"] or "-"),
-                      f"${r['cost']:.4f}")
+                      f"${r['cost']:.4f}", r["controller"] or "-")
     console.print(table)
 
 

@@ -145,8 +145,12 @@ run: |
     assert "supervised by another controller" in second.stderr, str(second)
     assert "Traceback" not in second.output
 
+    assert running["controller"] == "alive"
     os.kill(pid, signal.SIGKILL)
     assert wait_until(lambda: not pid_alive(pid), timeout=10)
+    # The queue says so once the dead controller's lease has lapsed.
+    assert wait_for(jobs, 1, lambda j: j["controller"] == "gone", timeout=20)["status"] == (
+        "RUNNING")
     resumed = jobs.popen("jobs", "controller", "1")
     wait_for(jobs, 1, lambda j: j["controller_pid"] == resumed.pid, timeout=30)
     go.touch()
