@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -24,6 +25,9 @@ from skyc.cli.options import (
     use_spot_option,
 )
 
+if TYPE_CHECKING:
+    from skyc.launch import LaunchOptions
+
 _APPLY_HELP = """Plan, provision (with failover), sync, set up and run a task.
 
 Stages: optimize the placement, compile the cluster's stack, apply it with the
@@ -42,7 +46,8 @@ Job records are kept as they were.
 
 
 def apply_cmd(
-    task_file: Path = typer.Argument(..., metavar="TASK", help="Task YAML."),
+    task_file: Path = typer.Argument(
+        ..., metavar="TASK", help="Task YAML, or a plan file saved by `skyc plan -o FILE`."),
     cluster: str | None = typer.Option(
         None, "-c", "--cluster", metavar="CLUSTER",
         help="Cluster name (default: the task's name)."
@@ -108,11 +113,21 @@ def apply_cmd(
 
     check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
     where = one_infra(infra)
-    if not yes and not sys.stdin.isatty():
+    from skyc.review.planfile import looks_like_plan_file
+
+    saved = looks_like_plan_file(task_file)
+    if not yes and not saved and not sys.stdin.isatty():
         raise ConfigError(
             "refusing to apply without confirmation: stdin is not a terminal",
             hint="pass --yes to apply non-interactively",
         )
+    if saved:
+        _apply_saved(task_file, secret, LaunchOptions(
+            down=down, detach=detach, rerun_setup=setup, lock_timeout=lock_timeout,
+            allow_reshape=allow_reshape, idle_minutes=idle_minutes,
+            failover=FailoverPolicy(max_attempts=max_attempts, timeout_s=timeout,
+                                    retry_until_up=retry_until_up)))
+        return
     from skyc.task.overrides import resource_overrides
 
     task_set = load_tasks(
@@ -147,6 +162,28 @@ def apply_cmd(
             f"skyc logs {result.cluster} {result.job_id} --follow",
             highlight=False,
         )
+    if result.exit_code:
+        from skyc.cli.output import print_error
+        from skyc.errors import JobFailed
+
+        print_error(JobFailed(result.failure or "the job failed", result.exit_code))
+        raise typer.Exit(result.exit_code)
+
+
+def _apply_saved(path: Path, secret: list[str], base: LaunchOptions) -> None:
+    """``skyc apply PLANFILE``: exactly the reviewed plan, without asking again."""
+    from skyc.cli.report import ConsoleReporter
+    from skyc.config import load_config
+    from skyc.launch import launch
+    from skyc.review.planfile import read
+    from skyc.review.saved_apply import launch_options, load_tasks_of
+    from skyc.task import parse_secret_flags
+
+    plan = read(path)
+    tasks = load_tasks_of(plan, parse_secret_flags(secret))
+    opts = launch_options(path, plan, tasks, load_config(), base)
+    result = launch(tasks, opts, ConsoleReporter())
+    refresh_ssh_config()
     if result.exit_code:
         from skyc.cli.output import print_error
         from skyc.errors import JobFailed

@@ -250,6 +250,10 @@ def plan_cmd(
     engine: str | None = typer.Option(
         None, "--engine", metavar="terraform|pulumi",
         help="terraform or pulumi (default: the config's, else the target's first)."),
+    out: Path | None = typer.Option(
+        None, "-o", "--out", metavar="FILE",
+        help="Save the plan (tasks without secret values, placements, stacks, engine "
+        "plans, input digests) for `skyc apply FILE`."),
 ) -> None:
     """Pick where each task runs: the cheapest (or fastest) feasible offer.
 
@@ -326,9 +330,24 @@ def plan_cmd(
         for line in lines:
             print_warning(line)
     stacks = None
+    from skyc.review.planfile import Artifacts
+
+    artifacts = Artifacts()
     if diff:
         stacks = _diff_with_progress(tasks, plan, names, catalog=catalog, target=optimize,
-                                     config=config, engine=engine)
+                                     config=config, engine=engine, on_plan=artifacts)
+    if out is not None:
+        from skyc.cli.plan_stacks import save_plan
+        from skyc.launch import cluster_names_for
+
+        save_plan(out, task_file, tasks, names or cluster_names_for(tasks, cluster), plan,
+                  stacks or [], artifacts, config, infra=where, catalog=catalog,
+                  optimize=optimize, engine=engine, cluster=cluster,
+                  env=env_values(env_file, env),
+                  overrides=resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
+                                               instance_type=instance_type,
+                                               disk_size=disk_size, use_spot=use_spot,
+                                               num_nodes=num_nodes))
     if fmt == "json":
         if stacks:
             for st in stacks:

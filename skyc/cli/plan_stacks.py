@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from skyc.config import SkycConfig
     from skyc.errors import SkycError
     from skyc.optimizer.plan import Placement, Plan
+    from skyc.review.planfile import Artifacts
     from skyc.stacks.engine import StackDiff
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
@@ -212,3 +213,24 @@ def print_stacks(stacks: list[dict[str, Any]]) -> None:
                 print_line(f"        {key} = {_short(value)}")
         if st["note"]:
             print_line(f"  note: {st['note']}")
+
+
+def save_plan(
+    out: Path, task_file: Path, tasks: list[Task], names: list[str], plan: Plan,
+    stacks: list[dict[str, Any]], artifacts: Artifacts, config: SkycConfig, *,
+    infra: str | None, catalog: Path | None, optimize: str, engine: str | None,
+    cluster: str | None, env: dict[str, str], overrides: dict[str, Any],
+) -> None:
+    """``skyc plan -o FILE``: write the saved plan file, and say where it is."""
+    from skyc.cli.output import print_line
+    from skyc.review.planfile import PlanOptions, build, write
+
+    options = PlanOptions(
+        infra=infra, catalog_dir=str(catalog.resolve()) if catalog else None,
+        optimize=optimize, engine=engine, cluster=cluster, env=env, overrides=overrides)
+    saved = build(task_file=task_file, tasks=tasks, names=names, plan=plan, stacks=stacks,
+                  artifacts=artifacts, config=config, options=options)
+    write(out, saved)
+    print_line(f"plan saved to {out}: apply exactly this plan with `skyc apply {out}` "
+               "(it holds no secret values; its engine plans may hold other sensitive "
+               "values of the stacks: keep it as you keep their state)", err=True)

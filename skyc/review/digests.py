@@ -1,0 +1,72 @@
+"""Digests of a plan's inputs: task files, config, catalog, stacks, a cluster's state.
+
+Each is ``sha256:<hex>`` of canonical bytes (JSON with sorted keys), so the same
+input always gives the same digest, wherever it is computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skyc.config import SkycConfig
+    from skyc.optimizer.plan import Plan
+
+
+def of_bytes(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def of_data(value: Any) -> str:
+    return of_bytes(json.dumps(value, sort_keys=True, separators=(",", ":")).encode())
+
+
+def of_file(path: Path) -> str:
+    return of_bytes(path.read_bytes())
+
+
+def of_config(config: SkycConfig) -> str:
+    return of_data(config.model_dump(mode="json"))
+
+
+def of_catalog(plan: Plan) -> str:
+    """The catalog as this plan saw it: its source and date, and every offer the plan
+    chose or ranked (a price or an offer that moved changes it)."""
+    return of_data({
+        "catalog": None if plan.catalog is None else plan.catalog.model_dump(mode="json"),
+        "tasks": [[p.model_dump(mode="json") for p in (t.placement, *t.alternatives)]
+                  for t in plan.tasks],
+    })
+
+
+def of_stack(files: dict[str, str]) -> str:
+    """A stack as its engine's emitter writes it (input values, such as the SSH key,
+    are variables: not part of it)."""
+    return of_data(files)
+
+
+def of_cluster_state(cluster: str) -> str:
+    """What the state knows of the cluster: its record and its recorded nodes
+    (``absent`` for a cluster skyc has never applied)."""
+    from skyc.config import skyc_home
+    from skyc.stacks.workspace import cluster_workspace
+
+    record: dict[str, Any] | None = None
+    db_path = skyc_home() / "state.db"
+    if db_path.exists():
+        from skyc.state import StateDB
+
+        with StateDB(db_path) as db:
+            found = db.get_cluster(cluster)
+        if found is not None:
+            record = {k: found.model_dump(mode="json").get(k)
+                      for k in ("status", "cloud", "region", "zone", "placement",
+                                "launched_at", "engine", "nodes")}
+    nodes = cluster_workspace(cluster) / "cluster.json"
+    if record is None and not nodes.exists():
+        return "absent"
+    return of_data({"record": record,
+                    "nodes": of_file(nodes) if nodes.exists() else None})

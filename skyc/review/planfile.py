@@ -1,0 +1,220 @@
+"""Saved plan files: what ``skyc plan -o FILE`` writes and ``skyc apply FILE`` applies.
+
+A plan file is one JSON document (``format: skyc-plan``, ``format_version``
+MAJOR.MINOR: additions bump the minor; a reader refuses another major) holding:
+
+- ``tasks``: each task as :meth:`Task.dump` writes it (secret values are never
+  stored: ``secrets_to_supply`` names the ones ``apply`` must be given again, with
+  ``--secret`` or the environment), its file and its cluster;
+- ``placements``: per task, the chosen placement then the ranked alternatives a
+  failover after this plan may use (and no other);
+- ``stacks``: per cluster, the generated stack (the engine's files), its digest, the
+  reviewed changes (address, action), and the engine's own saved plan (base64: a
+  terraform plan file, a pulumi preview), which can hold other sensitive values of
+  the stack, as Terraform's saved plans do: keep plan files where the stack's state
+  would be kept;
+- ``inputs``: digests of every input (each task file, the config, the catalog as the
+  plan saw it, each stack, each cluster's state), the catalog's source and date, and
+  the options the plan was made with (``--env`` values, resource overrides).
+
+``apply`` recomputes each digest and refuses, naming what moved, when one differs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from skyc.errors import ConfigError
+from skyc.optimizer.plan import Placement
+from skyc.review import digests
+
+if TYPE_CHECKING:
+    from skyc.config import SkycConfig
+    from skyc.optimizer.plan import Plan
+    from skyc.stacks.engine import StackDiff
+    from skyc.task import Task
+
+FORMAT = "skyc-plan"
+FORMAT_VERSION = "1.0"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PlanOptions(_Model):
+    """How the plan was made; ``apply`` makes it again the same way."""
+
+    infra: str | None = None
+    catalog_dir: str | None = None
+    optimize: str = "cost"
+    engine: str | None = None
+    cluster: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+class SavedTask(_Model):
+    name: str | None
+    cluster: str
+    file: str
+    task: dict[str, Any]
+    secrets_to_supply: list[str] = Field(default_factory=list)
+
+
+class SavedStack(_Model):
+    cluster: str
+    engine: str
+    files: dict[str, str]
+    digest: str
+    state: str                                   # digests.of_cluster_state at plan time
+    changes: list[tuple[str, str]] | None        # None: no engine diff was computed
+    engine_plan: str | None = None               # base64 of the engine's saved plan
+    note: str | None = None
+
+
+class Inputs(_Model):
+    task_files: dict[str, str]
+    config: str
+    catalog: str
+    catalog_source: str | None = None
+    catalog_date: str | None = None
+
+
+class SavedPlan(_Model):
+    format: str = FORMAT
+    format_version: str = FORMAT_VERSION
+    skyc_version: str
+    options: PlanOptions
+    inputs: Inputs
+    tasks: list[SavedTask]
+    placements: list[list[Placement]]
+    stacks: list[SavedStack]
+
+
+class Artifacts:
+    """Collects each stack's engine plan while its workspace exists (``on_plan``)."""
+
+    def __init__(self) -> None:
+        self.plans: dict[str, bytes] = {}
+
+    def __call__(self, cluster: str, workspace: Path, diff: StackDiff) -> None:
+        if diff.plan_file and Path(diff.plan_file).is_file():
+            self.plans[cluster] = Path(diff.plan_file).read_bytes()
+
+
+def stack_files(cluster: str, placement: Placement, task: Task, config: SkycConfig,
+                engine: str) -> dict[str, str]:
+    """The cluster's stack as its engine's emitter writes it (pure)."""
+    import tempfile
+
+    from skyc.compiler import build_stack
+    from skyc.stacks.engines import emit
+
+    candidate = task.candidates()[placement.candidate_index]
+    with tempfile.TemporaryDirectory(prefix="skyc-stack-") as tmp:
+        stack = build_stack(cluster, placement, candidate, config=config,
+                            workspace=Path(tmp) / cluster)
+    return emit(stack, engine)
+
+
+def build(
+    *, task_file: Path, tasks: list[Task], names: list[str], plan: Plan,
+    stacks: list[dict[str, Any]], artifacts: Artifacts, config: SkycConfig,
+    options: PlanOptions,
+) -> SavedPlan:
+    """The plan file's document for a plan and its engine diffs."""
+    from skyc import __version__
+    from skyc.compiler import choose_engine
+
+    saved_stacks = []
+    by_cluster = {st["cluster"]: st for st in stacks}
+    for task, tp, cluster in zip(tasks, plan.tasks, names, strict=True):
+        st = by_cluster.get(cluster)
+        engine = st["engine"] if st else choose_engine(tp.placement.cloud, options.engine, config)
+        files = stack_files(cluster, tp.placement, task, config, engine)
+        changes = None
+        if st is not None and st["status"] == "ok":
+            changes = sorted((rc["address"], _action(rc["actions"]))
+                             for rc in st["resource_changes"]
+                             if rc["actions"] not in (["no-op"], ["read"]))
+        raw = artifacts.plans.get(cluster)
+        saved_stacks.append(SavedStack(
+            cluster=cluster, engine=engine, files=files, digest=digests.of_stack(files),
+            state=digests.of_cluster_state(cluster), changes=changes,
+            engine_plan=base64.b64encode(raw).decode() if raw is not None else None,
+            note=st["note"] if st else "the engine diff was skipped (--no-diff)"))
+    return SavedPlan(
+        skyc_version=__version__, options=options,
+        inputs=Inputs(
+            task_files={str(task_file.resolve()): digests.of_file(task_file)},
+            config=digests.of_config(config), catalog=digests.of_catalog(plan),
+            catalog_source=plan.catalog.source if plan.catalog else None,
+            catalog_date=plan.catalog.date if plan.catalog else None),
+        tasks=[SavedTask(name=t.name, cluster=c, file=str(task_file.resolve()), task=t.dump(),
+                         secrets_to_supply=sorted(t.secrets)) for t, c in zip(tasks, names,
+                                                                                strict=True)],
+        placements=[[tp.placement, *tp.alternatives] for tp in plan.tasks],
+        stacks=saved_stacks,
+    )
+
+
+def _action(actions: list[str]) -> str:
+    return "replace" if actions == ["delete", "create"] else actions[0]
+
+
+def write(path: Path, saved: SavedPlan) -> None:
+    """Write the plan file whole (a temporary file renamed: never half-written)."""
+    import os
+
+    text = json.dumps(saved.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"-o {path}: cannot write the plan file ({exc.strerror})",
+                          hint="choose a writable path") from None
+
+
+def looks_like_plan_file(path: Path) -> bool:
+    """Whether ``path`` is a saved plan file rather than a task YAML."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and f'"format": "{FORMAT}"'.encode() in head
+
+
+def read(path: Path) -> SavedPlan:
+    """A plan file, validated; a clear error for anything else."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a readable plan file ({exc})",
+                          hint="write one with `skyc plan TASK -o FILE`") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ConfigError(f"{path}: not a skyc plan file (no \"format\": \"{FORMAT}\")",
+                          hint="write one with `skyc plan TASK -o FILE`")
+    major = str(doc.get("format_version", "")).split(".")[0]
+    if major != FORMAT_VERSION.split(".")[0]:
+        raise ConfigError(
+            f"{path}: plan file format_version {doc.get('format_version')} is not "
+            f"readable by this skyc (it reads {FORMAT_VERSION.split('.')[0]}.x)",
+            hint="plan again with this skyc")
+    try:
+        return SavedPlan.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{path}: {where}: {first['msg']}",
+                          hint="the plan file was changed by hand; plan again") from None

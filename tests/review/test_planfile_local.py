@@ -1,0 +1,80 @@
+"""Saved plan files end to end on ``local``: ``skyc plan -o`` then ``skyc apply FILE``,
+real terraform and real ``skyc`` subprocesses with their own $SKYC_HOME."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.plan_diff.test_plan_diff import local_task, skyc
+from tests.review.test_reviewed_apply import engine_runs, tree_digest
+from tests.support.terraform import requires_terraform
+
+pytestmark = [pytest.mark.timeout(300), requires_terraform]
+
+
+@pytest.fixture()
+def home(tmp_path: Path) -> Path:
+    (tmp_path / "home").mkdir()
+    return tmp_path / "home"
+
+
+def save(home: Path, task: str, out: Path, *args: str) -> dict[str, object]:
+    before = tree_digest(home / ".skyc")
+    r = skyc(home, "plan", task, "-o", str(out), *args)
+    assert r.returncode == 0, r.stderr
+    assert tree_digest(home / ".skyc") == before   # plan -o writes only the plan file
+    doc: dict[str, object] = json.loads(out.read_text())
+    return doc
+
+
+def test_saved_plan_applies_without_asking(tmp_path: Path, home: Path) -> None:
+    task = tmp_path / "t.yaml"
+    task.write_text("name: tiny\nnum_nodes: 2\nresources:\n  infra: local\n"
+                    "secrets:\n  TOKEN: null\nrun: 'test -n \"$TOKEN\"'\n")
+    out = tmp_path / "plan.skyc"
+    doc = save(home, str(task), out, "--secret", "TOKEN=s3cret")  # given, never stored
+    assert doc["format"] == "skyc-plan" and doc["format_version"] == "1.0"
+    [st] = doc["stacks"]  # type: ignore[misc]
+    assert st["changes"] == [["terraform_data.node_0", "create"],
+                             ["terraform_data.node_1", "create"]]
+    assert st["engine_plan"]  # terraform's saved plan, base64
+    [t] = doc["tasks"]  # type: ignore[misc]
+    assert t["secrets_to_supply"] == ["TOKEN"] and t["task"]["secrets"] == {"TOKEN": None}
+    assert "s3cret" not in out.read_text()
+    assert (out.stat().st_mode & 0o777) == 0o600
+
+    # Not a terminal, no --yes: a plan file is applied without asking.
+    r = skyc(home, "apply", str(out), "--secret", "TOKEN=s3cret")
+    assert r.returncode == 0, r.stdout + r.stderr
+    workspace = home / ".skyc" / "clusters" / "tiny"
+    assert (engine_runs(workspace, "plan"), engine_runs(workspace, "apply")) == (1, 1)
+
+    # The same plan file again: the cluster moved since (it was applied).
+    r = skyc(home, "apply", str(out), "--secret", "TOKEN=s3cret")
+    assert r.returncode == 1
+    assert "stale" in r.stderr and "cluster tiny changed since the plan" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert engine_runs(workspace, "plan") == 1   # refused before any engine run
+
+
+def test_a_changed_task_file_is_refused(tmp_path: Path, home: Path) -> None:
+    task = local_task(tmp_path / "t.yaml", 1)
+    out = tmp_path / "plan.skyc"
+    save(home, task, out)
+    local_task(tmp_path / "t.yaml", 2)
+    r = skyc(home, "apply", str(out))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"task file {tmp_path / 't.yaml'} changed" in r.stderr
+    assert not (home / ".skyc" / "clusters" / "tiny").exists()
+
+
+def test_a_plan_file_edited_by_hand_is_refused(tmp_path: Path, home: Path) -> None:
+    out = tmp_path / "plan.skyc"
+    doc = save(home, local_task(tmp_path / "t.yaml", 1), out)
+    doc["surprise"] = 1
+    out.write_text(json.dumps(doc))
+    r = skyc(home, "apply", str(out))
+    assert r.returncode == 1 and "surprise" in r.stderr and "Traceback" not in r.stderr
