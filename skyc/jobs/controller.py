@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -298,10 +299,29 @@ class Controller:
         from skyc.runtime import run_job
         from skyc.state import StateDB
 
-        with StateDB() as db:
-            recorder = JobRecorder(db, info.name, spec.name)
-            result = run_job(info, spec, detach=True, on_start=recorder.started)
-            recorder.finished(result)
+        stop = threading.Event()
+
+        def cancel_watch() -> None:
+            # Setup runs to its end inside run_job: a cancel ends it on the nodes.
+            from skyc.runtime import stop_all_jobs
+
+            while not stop.wait(self.poll_s):
+                with contextlib.suppress(SkycError):
+                    if self.store.require(self.job_id).cancel_requested:
+                        stop_all_jobs(info)
+                        return
+
+        watcher = threading.Thread(target=cancel_watch, name="cancel-watch", daemon=True)
+        watcher.start()
+        try:
+            with StateDB() as db:
+                recorder = JobRecorder(db, info.name, spec.name)
+                result = run_job(info, spec, detach=True, on_start=recorder.started)
+                recorder.finished(result)
+        finally:
+            stop.set()
+            watcher.join(timeout=30)
+        self._check_cancel()
         return result
 
     def _watch(self, info: ClusterInfo, run_id: int) -> Verdict:

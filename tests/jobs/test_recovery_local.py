@@ -199,3 +199,28 @@ def test_bad_input_is_refused_before_anything_is_recorded(jobs: Skyc) -> None:
     missing = jobs("jobs", "logs", "9")
     assert missing.returncode != 0 and "no managed job 9" in missing.stderr
     assert jobs.ok("jobs", "queue", "--format", "json").stdout.strip() == "[]"
+
+
+def test_cancel_during_a_long_setup_ends_it_and_tears_down(jobs: Skyc, tmp_path: Path) -> None:
+    marker = tmp_path / "setup-started"
+    jobs.write("slow.yaml", f"""\
+name: slow
+resources:
+  infra: local
+setup: |
+  touch {marker}
+  sleep 600
+run: echo never
+""")
+    jobs.ok("jobs", "launch", "slow.yaml", "-y", "-d")
+    assert wait_until(marker.exists, timeout=60)
+    head = jobs.workspace("skyc-job-1") / "nodes" / "head"
+    t0 = time.monotonic()
+
+    out = jobs.ok("jobs", "cancel", "1", timeout=120)
+
+    assert "managed job 1: CANCELLED" in out.stdout, str(out)
+    assert time.monotonic() - t0 < 60
+    assert "never" not in jobs.ok("jobs", "logs", "1").stdout
+    assert not _cluster_left(jobs, "skyc-job-1")
+    assert wait_until(lambda: node_pids(head) == [], timeout=10)
