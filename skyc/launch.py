@@ -230,6 +230,17 @@ def autostop_setting(task: Task, opts: LaunchOptions) -> AutostopSetting | None:
     return (float(auto.idle_minutes), auto.down or opts.down, auto.wait_for)
 
 
+def _check_autostop(task: Task, name: str, placement: Placement, opts: LaunchOptions) -> None:
+    from skyc.compiler import target
+    from skyc.runtime.autostop import check_autostop
+
+    setting = autostop_setting(task, opts)
+    if setting is not None:
+        caps = target(placement.cloud).capabilities
+        check_autostop(name, down=setting[1], stop_start=caps.stop_start,
+                       creates_resources=caps.creates_resources)
+
+
 def plan_cluster_autostop(info: ClusterInfo, down: bool) -> AutostopPlan:
     """What autostop runs on the cluster's nodes, from its target's capabilities."""
     from skyc.compiler import target
@@ -260,6 +271,7 @@ def _provision(
     db: StateDB,
     reporter: LaunchReporter,
     blocked: Sequence[Blocked] = (),
+    autostop: bool = True,
 ) -> tuple[ClusterInfo, Placement, list[Attempt]]:
     from skyc.compiler import choose_engine, target
     from skyc.infra import missing_credentials
@@ -288,6 +300,8 @@ def _provision(
     candidates = task.candidates()
     chosen = plan.tasks[0].placement
     check_placement(task, name, chosen, candidates[chosen.candidate_index], config)
+    if autostop:
+        _check_autostop(task, name, chosen, opts)
     reshape = plan_reshape(db.get_cluster(name), chosen)
     if reshape is not None:  # it removes nodes: say what, refuse while jobs run there
         check_reshape(reshape, opts.allow_reshape)
@@ -373,7 +387,9 @@ def provision_cluster(
 
     check_task(task)
     with StateDB() as db, cluster_lock(name, timeout=opts.lock_timeout):
-        return _provision(task, name, opts, load_config(), db, reporter, blocked)
+        # A managed job's cluster ends with the job: autostop has nothing to do there.
+        return _provision(task, name, opts, load_config(), db, reporter, blocked,
+                          autostop=False)
 
 
 def teardown_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 600.0) -> None:

@@ -70,3 +70,14 @@ def test_stop_without_down_is_refused_on_local_and_cancel_keeps_the_cluster(
     [row] = json.loads(skyc.ok("status", "--format", "json").stdout)
     assert row["autostop"] is None
     skyc.ok("destroy", "keep", "--yes")
+
+
+def test_autostop_that_cannot_work_is_refused_before_anything_is_created(
+        skyc: Skyc) -> None:
+    task = _task(skyc, "nostop", "echo ran", "  autostop: 5\n")
+    refused = skyc("apply", task, "--yes")
+    assert refused.returncode != 0 and "Traceback" not in refused.output
+    assert "cannot be stopped, only torn down" in refused.stderr, str(refused)
+    assert "down: true" in refused.stderr
+    assert skyc.clusters() == []
+    assert not (skyc.workspace("nostop") / "cluster.json").exists()
