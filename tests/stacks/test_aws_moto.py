@@ -73,8 +73,9 @@ def test_gpu_cluster_apply_replan_grow_destroy(
     assert again.exit_code == 0
 
     grown = plan_changes("gpu", _gpu(3), CANDIDATE, config=aws_env)
+    # One node more: its instance and its power state (on-demand nodes have one).
     assert [(c.address, c.action) for c in grown.changes if c.action != "no-op"] == [
-        ("aws_instance.node_2", "create")
+        ("aws_ec2_instance_state.node_2", "create"), ("aws_instance.node_2", "create")
     ]
 
     teardown("gpu")
