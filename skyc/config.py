@@ -85,6 +85,7 @@ class SkycConfig(_Model):
     ssh_pools: dict[str, SshPool] = Field(default_factory=dict)
     engine: EngineName | dict[str, EngineName] | None = None
     pulumi: PulumiConfig = Field(default_factory=PulumiConfig)
+    policy: str | None = None  # a policy file's path (skyc.review.policy)
 
     def engine_for(self, target: str) -> tuple[str | None, str | None]:
         """(the engine the config names for ``target``, the config-wide default)."""

@@ -74,6 +74,9 @@ class LaunchOptions:
     # A reviewed plan file's placements (the chosen one first, then the alternatives
     # failover may use) and the (address, action) changes its first stack listed.
     reviewed: ReviewedPlacements | None = None
+    # Called with (cluster, placement) before each attempt (the first and every
+    # failover re-target); raises to refuse it (the policy gate).
+    admit: Callable[[str, Placement], None] | None = None
 
 
 @dataclass
@@ -328,6 +331,8 @@ def _provision(
             )
         if p is not chosen:  # a failover re-target: the same preflight as the first
             check_failover_placement(task, name, p, candidates[p.candidate_index], config)
+        if opts.admit is not None:
+            opts.admit(name, p)
         recorded = db.get_cluster(name)
         prior = recorded.engine if recorded and recorded.engine in target(p.cloud).engines else None
         engine = choose_engine(p.cloud, opts.engine or prior, config)

@@ -26,7 +26,11 @@ from skyc.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from skyc.launch import LaunchOptions
+    from skyc.optimizer.plan import Placement
+    from skyc.task import Task
 
 _APPLY_HELP = """Plan, provision (with failover), sync, set up and run a task.
 
@@ -104,6 +108,13 @@ def apply_cmd(
         None, "--engine", metavar="terraform|pulumi",
         help="terraform or pulumi (default: the config's, else the "
         "target's first)."),
+    policy_file: Path | None = typer.Option(
+        None, "--policy", metavar="FILE",
+        help="Policy file (default: skyc-policy.yaml beside the task, else the config's "
+        "policy:); checked before every attempt."),
+    allow_policy_violations: bool = typer.Option(
+        False, "--allow-policy-violations",
+        help="Apply even when the policy is violated (recorded in the cluster's events)."),
 ) -> None:
     from skyc.cli.report import ConsoleReporter
     from skyc.errors import ConfigError
@@ -126,7 +137,8 @@ def apply_cmd(
             down=down, detach=detach, rerun_setup=setup, lock_timeout=lock_timeout,
             allow_reshape=allow_reshape, idle_minutes=idle_minutes,
             failover=FailoverPolicy(max_attempts=max_attempts, timeout_s=timeout,
-                                    retry_until_up=retry_until_up)))
+                                    retry_until_up=retry_until_up)),
+            policy_file, allow_policy_violations)
         return
     from skyc.task.overrides import resource_overrides
 
@@ -151,6 +163,7 @@ def apply_cmd(
         confirm=None if yes else _confirm,
         engine=engine,
         idle_minutes=idle_minutes,
+        admit=_policy_gate(policy_file, task_file, task_set.tasks, allow_policy_violations),
     )
     result = launch(task_set.tasks, opts, ConsoleReporter())
     refresh_ssh_config()
@@ -170,7 +183,21 @@ def apply_cmd(
         raise typer.Exit(result.exit_code)
 
 
-def _apply_saved(path: Path, secret: list[str], base: LaunchOptions) -> None:
+def _policy_gate(explicit: Path | None, task_file: Path, tasks: Sequence[Task], allow: bool
+                 ) -> Callable[[str, Placement], None] | None:
+    """The policy check before each attempt (None: no policy applies)."""
+    from skyc.config import load_config
+    from skyc.review.admit import policy_gate
+    from skyc.review.policy import find_policy, load_policy
+
+    path = find_policy(explicit, task_file, load_config().policy)
+    if path is None or len(tasks) != 1:
+        return None
+    return policy_gate(load_policy(path), path, tasks[0], allow)
+
+
+def _apply_saved(path: Path, secret: list[str], base: LaunchOptions,
+                 policy_file: Path | None, allow: bool) -> None:
     """``skyc apply PLANFILE``: exactly the reviewed plan, without asking again."""
     from skyc.cli.report import ConsoleReporter
     from skyc.config import load_config
@@ -182,6 +209,7 @@ def _apply_saved(path: Path, secret: list[str], base: LaunchOptions) -> None:
     plan = read(path)
     tasks = load_tasks_of(plan, parse_secret_flags(secret))
     opts = launch_options(path, plan, tasks, load_config(), base)
+    opts.admit = _policy_gate(policy_file, Path(plan.tasks[0].file), tasks, allow)
     result = launch(tasks, opts, ConsoleReporter())
     refresh_ssh_config()
     if result.exit_code:

@@ -230,7 +230,8 @@ def plan_cmd(
     catalog: Path | None = typer.Option(None, "--catalog", metavar="DIR",
                                         help="Catalog dir (<cloud>/vms.csv)."),
     optimize: str = typer.Option("cost", "--optimize", metavar="cost|time", help=_OPTIMIZE_HELP),
-    fmt: str = typer.Option("table", "--format", metavar="table|json", help="table or json."),
+    fmt: str = typer.Option("table", "--format", metavar="table|json|markdown",
+                            help="table, json, or markdown (a pull-request comment)."),
     env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
                                   help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
@@ -254,6 +255,17 @@ def plan_cmd(
         None, "-o", "--out", metavar="FILE",
         help="Save the plan (tasks without secret values, placements, stacks, engine "
         "plans, input digests) for `skyc apply FILE`."),
+    policy_file: Path | None = typer.Option(
+        None, "--policy", metavar="FILE",
+        help="Policy file (default: skyc-policy.yaml beside the task, else the config's "
+        "policy:). A violation makes plan exit 1."),
+    detailed_exitcode: bool = typer.Option(
+        False, "--detailed-exitcode",
+        help="Exit 0 when no stack changes, 2 when some do, 1 on an error or a policy "
+        "violation (usage errors exit 2 too: check stderr)."),
+    hours: float | None = typer.Option(
+        None, "--hours", metavar="N", min=0,
+        help="A one-shot run's length: cost adds its total for N hours."),
 ) -> None:
     """Pick where each task runs: the cheapest (or fastest) feasible offer.
 
@@ -284,7 +296,7 @@ def plan_cmd(
     from skyc.optimizer import optimize as run_optimizer
     from skyc.task import load_tasks, parse_secret_flags
 
-    check_choice("--format", fmt, ("table", "json"))
+    check_choice("--format", fmt, ("table", "json", "markdown"))
     check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
     where = one_infra(infra)
     if cluster is not None and not diff:
@@ -348,7 +360,12 @@ def plan_cmd(
                                                instance_type=instance_type,
                                                disk_size=disk_size, use_spot=use_spot,
                                                num_nodes=num_nodes))
-    if fmt == "json":
+    from skyc.cli.plan_stacks import check_policy, plan_exit_code, print_policy, review_outputs
+    from skyc.launch import cluster_names_for
+
+    clusters = names or cluster_names_for(tasks, cluster)
+    policy = check_policy(policy_file, task_file, tasks, plan, clusters, config)
+    if fmt in ("json", "markdown"):
         if stacks:
             for st in stacks:
                 if st["status"] != "ok":
@@ -356,9 +373,19 @@ def plan_cmd(
         notes = {k: v for k, v in (("plan_only", list(scope.plan_only)),
                                    ("skipped", list(scope.skipped)),
                                    ("cheaper_elsewhere", cheaper)) if v}
-        typer.echo(json.dumps(plan_document(plan, stacks, notes), indent=2, sort_keys=True))
-    elif stacks:
-        print_stacks(stacks)
+        doc = plan_document(plan, stacks, notes)
+        comment = review_outputs(doc, fmt=fmt, tasks=tasks, plan=plan, names=clusters,
+                                 stacks=stacks, policy=policy, config=config, engine=engine,
+                                 hours=hours, out=out)
+        typer.echo(comment if comment is not None else json.dumps(doc, indent=2,
+                                                                   sort_keys=True))
+    else:
+        if stacks:
+            print_stacks(stacks)
+        print_policy(policy)
+    code = plan_exit_code(policy, stacks, detailed_exitcode)
+    if code:
+        raise typer.Exit(code)
 
 
 def check(

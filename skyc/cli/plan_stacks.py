@@ -234,3 +234,79 @@ def save_plan(
     print_line(f"plan saved to {out}: apply exactly this plan with `skyc apply {out}` "
                "(it holds no secret values; its engine plans may hold other sensitive "
                "values of the stacks: keep it as you keep their state)", err=True)
+
+
+def check_policy(
+    explicit: Path | None, task_file: Path, tasks: list[Task], plan: Plan, names: list[str],
+    config: SkycConfig,
+) -> dict[str, Any] | None:
+    """The policy's verdict on the plan (``--format json``'s ``policy``): its file and
+    its violations; None when no policy applies."""
+    import os
+
+    from skyc.review.policy import Planned, evaluate, find_policy, load_policy
+    from skyc.review.quotas import current_user, usage_from_state
+
+    path = find_policy(explicit, task_file, config.policy)
+    if path is None:
+        return None
+    policy = load_policy(path)
+    planned = [Planned(cluster=c, placement=tp.placement,
+                       labels=t.candidates()[tp.placement.candidate_index].labels)
+               for t, tp, c in zip(tasks, plan.tasks, names, strict=True)]
+    labels = {k: v for p in planned for k, v in p.labels.items()}
+    violations = evaluate(policy, planned, usage_from_state(),
+                          current_user(labels, dict(os.environ)))
+    return {"file": str(path), "ok": not violations,
+            "violations": [v.model_dump(mode="json") for v in violations]}
+
+
+def print_policy(result: dict[str, Any] | None) -> None:
+    from skyc.cli.output import print_line
+
+    if result is None:
+        return
+    if result["ok"]:
+        print_line(f"policy {result['file']}: passed")
+        return
+    print_line(f"policy {result['file']}: {len(result['violations'])} violation(s)")
+    for v in result["violations"]:
+        where = f"cluster {v['cluster']}: " if v["cluster"] else ""
+        print_line(f"  {v['rule']}: {where}{v['message']}")
+
+
+def review_outputs(
+    doc: dict[str, Any], *, fmt: str, tasks: list[Task], plan: Plan, names: list[str],
+    stacks: list[dict[str, Any]] | None, policy: dict[str, Any] | None, config: SkycConfig,
+    engine: str | None, hours: float | None, out: Path | None,
+) -> str | None:
+    """Add ``cost`` and ``policy`` to the JSON document; the markdown comment when
+    ``fmt`` is markdown (None otherwise)."""
+    from skyc.review.report import cost_section
+
+    doc["cost"] = cost_section(doc, names, hours)
+    doc["policy"] = policy
+    if fmt != "markdown":
+        return None
+    from skyc.compiler import choose_engine
+    from skyc.review.markdown import render
+    from skyc.review.planfile import stack_files
+
+    files = {}
+    for task, tp, cluster in zip(tasks, plan.tasks, names, strict=True):
+        name = choose_engine(tp.placement.cloud, engine, config)
+        files[cluster] = stack_files(cluster, tp.placement, task, config, name)
+    steps = ([f"skyc apply {out}"] if out is not None
+             else ["skyc plan TASK -o plan.skyc", "skyc apply plan.skyc"])
+    return render(doc, stacks or [], doc["cost"], policy, files, steps)
+
+
+def plan_exit_code(policy: dict[str, Any] | None, stacks: list[dict[str, Any]] | None,
+                   detailed: bool) -> int:
+    """1 with a policy violation; with ``--detailed-exitcode`` 2 when a stack has
+    changes (0 otherwise)."""
+    if policy is not None and not policy["ok"]:
+        return 1
+    if detailed and any(st.get("has_changes") for st in stacks or []):
+        return 2
+    return 0

@@ -1,0 +1,160 @@
+"""``skyc plan --format markdown``: a pull-request comment.
+
+Its first line is a hidden marker that is the same for the same set of clusters
+(``<!-- skyc-plan:<id> -->``), so a bot finds and updates its own comment; then a
+one-line verdict (adds / changes / destroys, $/hour and monthly delta with %),
+the policy's result, a table per cluster, replacements and destroys called out,
+the full diff and each generated stack folded in ``<details>``, and next steps.
+No ANSI codes; never more than :data:`LIMIT` characters (the folded parts are cut
+first, inside their code fences, and the comment says so).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from skyc.review.report import change_counts
+
+LIMIT = 65_000
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_SIGNS = {"create": "+", "delete": "-", "update": "~", "replace": "-/+"}
+
+
+def marker(clusters: list[str]) -> str:
+    key = hashlib.sha256("\n".join(sorted(clusters)).encode()).hexdigest()[:16]
+    return f"<!-- skyc-plan:{key} -->"
+
+
+def _clean(text: str) -> str:
+    return _ANSI.sub("", text).replace("|", "\\|")
+
+
+def _pct(before: float, delta: float) -> str:
+    return "new" if before == 0 else f"{delta / before * 100:+.1f}%"
+
+
+def _verdict(stacks: list[dict[str, Any]], cost: dict[str, Any]) -> str:
+    n = change_counts(stacks)
+    t = cost["total"]
+    adds = n["create"] + n["replace"]
+    destroys = n["delete"] + n["replace"]
+    return (f"**skyc plan**: {adds} to add, {n['update']} to change, {destroys} to destroy; "
+            f"${t['after']['hourly']:.4f}/hour ({t['delta']['hourly']:+.4f}, "
+            f"{_pct(t['before']['hourly'], t['delta']['hourly'])}), "
+            f"${t['after']['monthly']:.2f}/month ({t['delta']['monthly']:+.2f})")
+
+
+def _action(rc: dict[str, Any]) -> str:
+    return "replace" if rc["actions"] == ["delete", "create"] else str(rc["actions"][0])
+
+
+def _policy(policy: dict[str, Any] | None) -> list[str]:
+    if policy is None:
+        return ["**Policy**: none applies"]
+    if policy["ok"]:
+        return [f"**Policy** (`{_clean(policy['file'])}`): passed"]
+    out = [f"**Policy** (`{_clean(policy['file'])}`): {len(policy['violations'])} "
+           "violation(s), `skyc plan` fails and `skyc apply` refuses it", ""]
+    for v in policy["violations"]:
+        where = f"cluster `{v['cluster']}`: " if v["cluster"] else ""
+        out.append(f"- :x: `{v['rule']}`: {where}{_clean(v['message'])}")
+    return out
+
+
+def _table(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, Any]
+           ) -> list[str]:
+    out = ["| cluster | task | placement | nodes | $/hour | delta $/hour | changes |",
+           "|---|---|---|---:|---:|---:|---|"]
+    by_cluster = {st["cluster"]: st for st in stacks}
+    for task, c in zip(doc["tasks"], cost["clusters"], strict=True):
+        p = task["placement"]
+        where = p["cloud"] + "".join(f"/{x}" for x in (p.get("region"), p.get("zone"))
+                                     if x and x != p["cloud"])
+        what = f"{where} {p.get('instance_type') or ''}".strip()
+        st = by_cluster.get(c["cluster"])
+        if st is None or st["status"] != "ok":
+            changes = "no diff" + (f" ({_clean(st['note'])})" if st and st["note"] else "")
+        else:
+            parts = [f"{n} {a}" for a, n in st["summary"].items() if a not in ("no-op", "read")]
+            changes = ", ".join(parts) or "no changes"
+        out.append(f"| `{c['cluster']}` | {_clean(task['name'])} | {_clean(what)}"
+                   f"{' spot' if p.get('use_spot') else ''} | {p['num_nodes']} | "
+                   f"{c['after']['hourly']:.4f} | {c['delta']['hourly']:+.4f} | {changes} |")
+    return out
+
+
+def _callouts(stacks: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for st in stacks:
+        for rc in st["resource_changes"]:
+            a = _action(rc)
+            if a in ("replace", "delete"):
+                word = "replaced" if a == "replace" else "destroyed"
+                out.append(f"- :warning: `{st['cluster']}`: `{rc['address']}` is {word}")
+    return (["**Replacements and destroys**", "", *out] if out else [])
+
+
+def _diff_text(stacks: list[dict[str, Any]]) -> str:
+    lines = []
+    for st in stacks:
+        lines.append(f"# stack {st['cluster']} ({st['engine']})")
+        for rc in st["resource_changes"]:
+            a = _action(rc)
+            if a in ("no-op", "read"):
+                continue
+            lines.append(f"{_SIGNS.get(a, a)} {rc['address']} ({rc['type']})")
+            for key, value in sorted((rc.get("inputs") or {}).items()):
+                lines.append(f"    {key} = {json.dumps(value, sort_keys=True)}")
+    return "\n".join(lines)
+
+
+def _fold(summary: str, lang: str, body: str) -> tuple[str, str, str]:
+    return (f"<details><summary>{summary}</summary>\n\n```{lang}\n", _ANSI.sub("", body),
+            "\n```\n</details>")
+
+
+def render(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, Any],
+           policy: dict[str, Any] | None, stack_files: dict[str, dict[str, str]],
+           next_steps: list[str], limit: int = LIMIT) -> str:
+    """The comment, at most ``limit`` characters."""
+    clusters = [c["cluster"] for c in cost["clusters"]]
+    head = [marker(clusters), _verdict(stacks, cost), "", *_policy(policy), "",
+            *_table(doc, stacks, cost), ""]
+    callouts = _callouts(stacks)
+    if callouts:
+        head += [*callouts, ""]
+    tail = ["", "", "**Next steps**", "", *[f"- `{s}`" for s in next_steps]]
+    folds = [_fold("Full diff", "diff", _diff_text(stacks) or "(no changes)")]
+    for cluster, files in sorted(stack_files.items()):
+        for name, text in sorted(files.items()):
+            folds.append(_fold(f"Generated stack: {cluster} ({name})", "", text))
+    return _fit("\n".join(head), folds, "\n".join(tail), limit)
+
+
+def _fit(head: str, folds: list[tuple[str, str, str]], tail: str, limit: int) -> str:
+    """Head and tail whole; the folded parts as long as they fit, each cut inside its
+    fence when it does not, with a note saying so."""
+    note = ("\n\n_Truncated to stay under {limit} characters: {cut} characters left out; "
+            "`skyc plan --format json` or the plan file has everything._")
+    reserve = len(note) + 20
+    budget = limit - len(head) - len(tail) - reserve
+    parts: list[str] = []
+    cut = 0
+    for opening, body, closing in folds:
+        room = budget - len(opening) - len(closing) - 2
+        if room <= 0:
+            cut += len(body)
+            continue
+        if len(body) > room:
+            keep = body[:room].rsplit("\n", 1)[0]
+            cut += len(body) - len(keep)
+            body = keep + "\n..."
+        parts.append(opening + body + closing)
+        budget -= len(parts[-1]) + 2
+    text = head + "\n" + "\n\n".join(parts) + tail
+    if cut:
+        text += note.format(limit=f"{limit:,}", cut=f"{cut:,}")
+    return text[:limit]
