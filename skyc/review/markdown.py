@@ -36,15 +36,19 @@ def _pct(before: float, delta: float) -> str:
     return "new" if before == 0 else f"{delta / before * 100:+.1f}%"
 
 
+def _signed(value: float, digits: int) -> str:
+    return f"{'-' if value < 0 else '+'}${abs(value):.{digits}f}"
+
+
 def _verdict(stacks: list[dict[str, Any]], cost: dict[str, Any]) -> str:
     n = change_counts(stacks)
     t = cost["total"]
     adds = n["create"] + n["replace"]
     destroys = n["delete"] + n["replace"]
     return (f"**skyc plan**: {adds} to add, {n['update']} to change, {destroys} to destroy; "
-            f"${t['after']['hourly']:.4f}/hour ({t['delta']['hourly']:+.4f}, "
+            f"${t['after']['hourly']:.4f}/hour ({_signed(t['delta']['hourly'], 4)}, "
             f"{_pct(t['before']['hourly'], t['delta']['hourly'])}), "
-            f"${t['after']['monthly']:.2f}/month ({t['delta']['monthly']:+.2f})")
+            f"${t['after']['monthly']:.2f}/month ({_signed(t['delta']['monthly'], 2)})")
 
 
 def _action(rc: dict[str, Any]) -> str:
@@ -82,7 +86,7 @@ def _table(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, An
             changes = ", ".join(parts) or "no changes"
         out.append(f"| `{c['cluster']}` | {_clean(task['name'])} | {_clean(what)}"
                    f"{' spot' if p.get('use_spot') else ''} | {p['num_nodes']} | "
-                   f"{c['after']['hourly']:.4f} | {c['delta']['hourly']:+.4f} | {changes} |")
+                   f"{c['after']['hourly']:.4f} | {_signed(c['delta']['hourly'], 4)} | {changes} |")
     return out
 
 
@@ -157,4 +161,4 @@ def _fit(head: str, folds: list[tuple[str, str, str]], tail: str, limit: int) ->
     text = head + "\n" + "\n\n".join(parts) + tail
     if cut:
         text += note.format(limit=f"{limit:,}", cut=f"{cut:,}")
-    return text[:limit]
+    return text[: limit - 1] + "\n"
