@@ -6,9 +6,10 @@ binary, the real node agent):
    start of the recovery's first ``terraform apply`` (after the lost cluster's
    destroy), and to the job running again. Terraform commands are timed by the shared
    wrapper in _timing.py.
-2. memory: ``--jobs`` (100) short managed jobs launched at once; each has its own
-   controller process. Sampled every 0.5 s from /proc: the peak number of live
-   controllers, the peak of their summed RSS, and the median RSS of one.
+2. memory: ``--jobs`` (100) short managed jobs, each running until all of them run
+   (so all are supervised at once); each has its own controller process. Sampled
+   every 0.5 s from /proc: the peak number of live controllers, the peak of their
+   summed RSS, and the median RSS of one.
 
     python benchmarks/bench_controller.py [--runs 3] [--jobs 100] [--budget 60]
 
@@ -131,8 +132,10 @@ def memory(tmp: Path, jobs: int, terraform: str) -> dict[str, float]:
     cwd.mkdir(parents=True)
     env = bench_env(SKYC_HOME=str(home), SKYC_TERRAFORM=terraform, PYTHONPATH=str(ROOT),
                     SKYC_JOBS_POLL_S="2")
+    go = tmp / "go"
+    # Each job runs until every job is running: all of them are supervised at once.
     (cwd / "short.yaml").write_text("name: short\nresources:\n  infra: local\n"
-                                    "run: sleep 20\n")
+                                    f"run: while [ ! -f {go} ]; do sleep 0.5; done\n")
     t0 = time.monotonic()
     for _ in range(jobs):
         _skyc(env, cwd, "jobs", "launch", "short.yaml", "-y", "-d")
@@ -142,8 +145,10 @@ def memory(tmp: Path, jobs: int, terraform: str) -> dict[str, float]:
         peak_count = max(peak_count, len(live))
         peak_rss = max(peak_rss, sum(live.values()))
         one += list(live.values())
-        done = [j for j in _queue(env, cwd) if j["status"] in TERMINAL]
-        if len(done) == jobs:
+        queue = _queue(env, cwd)
+        if not go.exists() and sum(j["status"] == "RUNNING" for j in queue) == jobs:
+            go.touch()
+        if sum(j["status"] in TERMINAL for j in queue) == jobs:
             break
         time.sleep(0.5)
     statuses = sorted({j["status"] for j in _queue(env, cwd)})

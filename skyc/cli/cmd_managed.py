@@ -178,11 +178,11 @@ def controller_cmd(
     from skyc.jobs.controller import managed_log_dir
     from skyc.jobs.submit import CONTROLLER_LOG, read_secrets
 
-    secrets = read_secrets("" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read())
+    given = read_secrets("" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read())
     log_dir = managed_log_dir(job_id)
     log_dir.mkdir(parents=True, exist_ok=True)
     with (log_dir / CONTROLLER_LOG).open("a", encoding="utf-8") as log:
-        status = supervise(job_id, secrets, log)
+        status = supervise(job_id, given["secrets"], log, given["envs"])
     if status != "SUCCEEDED":
         raise typer.Exit(1)
 

@@ -106,10 +106,11 @@ class LeaseLost(SkycError):
 
 class Controller:
     def __init__(self, store: ManagedJobStore, job_id: int, secrets: Mapping[str, str],
-                 lease: Lease, log: TextIO) -> None:
+                 lease: Lease, log: TextIO, envs: Mapping[str, str] | None = None) -> None:
         self.store = store
         self.job_id = job_id
         self.secrets = dict(secrets)
+        self.envs = dict(envs or {})   # --env values under secret-looking names
         self.lease = lease
         self.reporter = FileReporter(log)
         self.poll_s = poll_interval()
@@ -153,12 +154,13 @@ class Controller:
         from skyc.task import load_tasks
 
         missing = [n for n in job.spec.from_stdin if n not in self.secrets]
+        missing += [n for n in job.spec.stdin_envs if n not in self.envs]
         if missing:
             raise SkycError(f"secret(s) {', '.join(missing)} not given to the controller",
                             hint="secrets reach the controller on its stdin only: run "
                             "`skyc jobs controller ID` with them as JSON on stdin")
         secrets: dict[str, str | None] = dict(self.secrets)
-        return load_tasks(job.task_path, env=job.spec.envs, secrets=secrets,
+        return load_tasks(job.task_path, env={**job.spec.envs, **self.envs}, secrets=secrets,
                           require_values=True).tasks
 
     def _finish(self, status: ManagedStatus, why: str, cluster: str | None) -> str:
@@ -386,7 +388,8 @@ def _next_scope(info: ClusterInfo, strategy: str) -> tuple[list[Blocked], str | 
     return [Blocked(cloud=info.cloud, region=info.region)], None
 
 
-def supervise(job_id: int, secrets: Mapping[str, str], log: TextIO) -> str:
+def supervise(job_id: int, secrets: Mapping[str, str], log: TextIO,
+              envs: Mapping[str, str] | None = None) -> str:
     """Take the job's lease and supervise it to its end; returns its final status.
 
     Waits for a dead controller's lease to expire; refuses while a live one holds it."""
@@ -397,7 +400,7 @@ def supervise(job_id: int, secrets: Mapping[str, str], log: TextIO) -> str:
         lease = Lease(store, job_id)
         lease.acquire(wait_s=_wait_for(job, lease.ttl))
         with lease:
-            controller = Controller(store, job_id, secrets, lease, log)
+            controller = Controller(store, job_id, secrets, lease, log, envs)
             try:
                 return controller.run()
             except LeaseLost as exc:

@@ -34,7 +34,8 @@ class JobSpecDoc(_Model):
 
     cwd: str = "."                       # where relative paths (workdir) are read from
     envs: dict[str, str] = Field(default_factory=dict)
-    from_stdin: list[str] = Field(default_factory=list)
+    from_stdin: list[str] = Field(default_factory=list)   # secrets' names
+    stdin_envs: list[str] = Field(default_factory=list)   # --env names that look secret
     recovery: Recovery = Field(default_factory=Recovery)
 
 

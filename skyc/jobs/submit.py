@@ -63,19 +63,27 @@ def launch(
     secret_values: dict[str, str] = {}
     for task in task_file.tasks:
         secret_values.update(task.secret_values())
-    doc = JobSpecDoc(cwd=os.getcwd(), envs=dict(envs or {}),
-                     from_stdin=sorted(secret_values), recovery=recovery_of(first))
+    from skyc.state import redact
+
+    # An --env value under a secret-looking name would be stored redacted: it travels
+    # on the controller's stdin with the secrets instead.
+    given = dict(envs or {})
+    plain = {k: v for k, v in given.items() if redact({k: v})[k] == v}
+    hidden = {k: v for k, v in given.items() if k not in plain}
+    doc = JobSpecDoc(cwd=os.getcwd(), envs=plain, from_stdin=sorted(secret_values),
+                     stdin_envs=sorted(hidden), recovery=recovery_of(first))
     store = ManagedJobStore()
     try:
         job_id = store.add(name or header or first.name, str(task_path.resolve()), doc,
                            len(task_file.tasks))
     finally:
         store.close()
-    start_controller(job_id, secret_values)
+    start_controller(job_id, secret_values, hidden)
     return job_id
 
 
-def start_controller(job_id: int, secrets: Mapping[str, str]) -> int:
+def start_controller(job_id: int, secrets: Mapping[str, str],
+                     envs: Mapping[str, str] | None = None) -> int:
     """Start the job's controller in its own session; its pid."""
     log_dir = managed_log_dir(job_id)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -86,26 +94,28 @@ def start_controller(job_id: int, secrets: Mapping[str, str]) -> int:
             start_new_session=True, env={**os.environ, "PYDANTIC_DISABLE_PLUGINS": "1"})
     assert proc.stdin is not None
     with contextlib.suppress(BrokenPipeError):
-        proc.stdin.write(json.dumps({"secrets": dict(secrets)}).encode())
+        proc.stdin.write(json.dumps({"secrets": dict(secrets),
+                                     "envs": dict(envs or {})}).encode())
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.close()
     return proc.pid
 
 
-def read_secrets(text: str) -> dict[str, str]:
-    """The controller's stdin: ``{"secrets": {NAME: value}}`` (empty: no secrets)."""
+def read_secrets(text: str) -> dict[str, dict[str, str]]:
+    """The controller's stdin: ``{"secrets": {NAME: value}, "envs": {NAME: value}}``
+    (empty: none of either)."""
     if not text.strip():
-        return {}
+        return {"secrets": {}, "envs": {}}
     try:
         doc = json.loads(text)
-        secrets = doc.get("secrets") or {}
-        if not isinstance(secrets, dict):
+        parts = {key: doc.get(key) or {} for key in ("secrets", "envs")}
+        if not all(isinstance(v, dict) for v in parts.values()):
             raise ValueError
     except (ValueError, AttributeError):
         raise ConfigError("controller stdin: expected JSON {\"secrets\": {NAME: value}}",
                           hint="give no stdin (or an empty one) when the task has no "
                           "secrets") from None
-    return {str(k): str(v) for k, v in secrets.items()}
+    return {key: {str(k): str(v) for k, v in part.items()} for key, part in parts.items()}
 
 
 def controller_alive(job: ManagedJob) -> bool:

@@ -51,15 +51,18 @@ resources:
   infra: local
 secrets:
   TOKEN: null
-run: echo "$TOKEN" > {seen}
+run: echo "$TOKEN $API_TOKEN" > {seen}
 """)
-    result = jobs.ok("jobs", "launch", "sec.yaml", "-y", "-d", "--secret", f"TOKEN={SECRET}")
+    # An --env under a secret-looking name travels with the secrets, not in the state.
+    result = jobs.ok("jobs", "launch", "sec.yaml", "-y", "-d", "--secret", f"TOKEN={SECRET}",
+                     "--env", "API_TOKEN=env-val-77")
     done = wait_for(jobs, 1, lambda j: j["status"] in ("SUCCEEDED", "FAILED"), timeout=120)
 
     assert done["status"] == "SUCCEEDED", done
-    assert seen.read_text().strip() == SECRET
+    assert seen.read_text().strip() == f"{SECRET} env-val-77"
     assert SECRET not in result.output
     assert files_containing(jobs.home, SECRET.encode()) == []
+    assert files_containing(jobs.home, b"env-val-77") == []
     for args in (("jobs", "queue", "--format", "json"), ("jobs", "logs", "1"),
                  ("jobs", "logs", "1", "--controller")):
         assert SECRET not in jobs.ok(*args).output
