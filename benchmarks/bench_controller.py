@@ -137,6 +137,15 @@ def memory(tmp: Path, jobs: int, terraform: str) -> dict[str, float]:
     (cwd / "short.yaml").write_text("name: short\nresources:\n  infra: local\n"
                                     f"run: while [ ! -f {go} ]; do sleep 0.5; done\n")
     t0 = time.monotonic()
+    try:
+        return _supervised(env, cwd, jobs, go, t0)
+    finally:  # whatever happened, leave no job (nor its controller) behind
+        subprocess.run(skyc_command("jobs", "cancel", "--all"), cwd=cwd, env=env,
+                       capture_output=True, stdin=subprocess.DEVNULL, timeout=900, check=False)
+
+
+def _supervised(env: dict[str, str], cwd: Path, jobs: int, go: Path,
+                t0: float) -> dict[str, float]:
     for _ in range(jobs):
         _skyc(env, cwd, "jobs", "launch", "short.yaml", "-y", "-d")
     peak_count, peak_rss, one = 0, 0, []
