@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from skyc.cli.output import print_line, print_problem
+
+if TYPE_CHECKING:
+    from skyc.errors import SpecProblem
 
 
 def validate(
@@ -39,12 +42,16 @@ def validate(
             failed = True
             for problem in exc.problems:
                 print_problem("error", problem.render())
+            if fmt == "json":
+                loaded.append({"path": str(path), "valid": False,
+                               "problems": [_problem(p) for p in exc.problems]})
             continue
         for warning in task_file.warnings:
             print_problem("warning", warning.render())
         if fmt == "json":
             loaded.append({
-                "path": str(path),
+                "path": str(path), "valid": True,
+                "problems": [_problem(w) for w in task_file.warnings],
                 "header": task_file.header.dump() if task_file.header else None,
                 "tasks": [t.dump() for t in task_file.tasks],
             })
@@ -58,6 +65,14 @@ def validate(
         # SystemExit, not typer.Exit: the root runs click with standalone_mode=False,
         # which turns typer.Exit into a return value.
         raise SystemExit(1)
+
+
+def _problem(problem: SpecProblem) -> dict[str, Any]:
+    """One problem of ``validate --format json``: where (file, line, field path), what,
+    the suggestion when there is one, and its severity (error or warning)."""
+    return {"file": problem.file, "line": problem.line, "path": problem.path,
+            "message": problem.message, "suggestion": problem.suggestion,
+            "severity": problem.severity}
 
 
 def schema() -> None:

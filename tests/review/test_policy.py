@@ -110,3 +110,19 @@ def test_apply_is_blocked_unless_allowed_and_then_recorded(tmp_path: Path, home:
         "SELECT message FROM events WHERE kind = 'policy'").fetchall()
     assert rows and "local is not an allowed cloud" in rows[0][0]
     skyc(home, "destroy", "tiny", "--yes")
+
+
+def test_validate_json_lists_invalid_files_with_their_problems(
+    tmp_path: Path, home: Path
+) -> None:
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text("name: ok\nrun: 'true'\n")
+    bad.write_text("name: bad\nresourcez: {}\nrun: 'true'\n")
+    r = skyc(home, "validate", str(good), str(bad), "--format", "json")
+    assert r.returncode == 1
+    first, second = json.loads(r.stdout)
+    assert (first["path"], first["valid"], first["problems"]) == (str(good), True, [])
+    assert (second["path"], second["valid"]) == (str(bad), False)
+    [problem] = second["problems"]
+    assert problem["path"] == "resourcez" and problem["severity"] == "error"
+    assert problem["file"] == str(bad) and problem["line"] == 2
