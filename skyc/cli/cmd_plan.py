@@ -445,6 +445,8 @@ def catalog_update(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("plan")(plan_cmd)
+    from skyc.cli.plan_stacks import json_errors
+
+    app.command("plan")(json_errors(plan_cmd))
     app.command("check")(check)
     app.add_typer(catalog_app, name="catalog")

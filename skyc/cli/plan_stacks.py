@@ -275,6 +275,10 @@ def print_policy(result: dict[str, Any] | None) -> None:
         print_line(f"  {v['rule']}: {where}{v['message']}")
 
 
+# ``skyc plan --format json``'s version: 1.1 added ``cost`` and ``policy``.
+PLAN_JSON_VERSION = "1.1"
+
+
 def review_outputs(
     doc: dict[str, Any], *, fmt: str, tasks: list[Task], plan: Plan, names: list[str],
     stacks: list[dict[str, Any]] | None, policy: dict[str, Any] | None, config: SkycConfig,
@@ -284,6 +288,7 @@ def review_outputs(
     ``fmt`` is markdown (None otherwise)."""
     from skyc.review.report import cost_section
 
+    doc["format_version"] = PLAN_JSON_VERSION
     doc["cost"] = cost_section(doc, names, hours)
     doc["policy"] = policy
     if fmt != "markdown":
@@ -310,3 +315,33 @@ def plan_exit_code(policy: dict[str, Any] | None, stacks: list[dict[str, Any]] |
     if detailed and any(st.get("has_changes") for st in stacks or []):
         return 2
     return 0
+
+
+ERROR_FORMAT_VERSION = "1.0"
+
+
+def json_errors(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` (a typer command taking ``fmt``), which on a SkycError with
+    ``--format json`` also prints a JSON error object on stdout (``format_version``,
+    ``error``: ``type``, ``message``, ``hint``, ``exit_code``) before the usual message
+    on stderr and exit code."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapped(*args: Any, **kwargs: Any) -> None:
+        from skyc.errors import SkycError
+
+        try:
+            command(*args, **kwargs)
+        except SkycError as exc:
+            if kwargs.get("fmt") == "json":
+                import json
+
+                import typer
+
+                typer.echo(json.dumps({"format_version": ERROR_FORMAT_VERSION, "error": {
+                    "type": type(exc).__name__, "message": str(exc), "hint": exc.hint,
+                    "exit_code": exc.exit_code}}, indent=2, sort_keys=True))
+            raise
+
+    return wrapped

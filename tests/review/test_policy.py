@@ -126,3 +126,26 @@ def test_validate_json_lists_invalid_files_with_their_problems(
     [problem] = second["problems"]
     assert problem["path"] == "resourcez" and problem["severity"] == "error"
     assert problem["file"] == str(bad) and problem["line"] == 2
+
+
+def test_a_failed_plan_prints_a_json_error_object(tmp_path: Path, home: Path) -> None:
+    r = skyc(home, "plan", _task(tmp_path), "--format", "json", "--no-diff",
+             "--policy", str(tmp_path / "missing.yaml"))
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)
+    assert doc["format_version"] == "1.0" and doc["error"]["type"] == "ConfigError"
+    assert "missing.yaml: cannot be read" in doc["error"]["message"]
+    assert doc["error"]["exit_code"] == 1 and "missing.yaml" in r.stderr
+
+
+def test_plan_json_has_cost_with_a_one_shot_total(tmp_path: Path, home: Path) -> None:
+    (tmp_path / "open.yaml").write_text("{}\n")
+    r = skyc(home, "plan", _task(tmp_path), "--format", "json", "--no-diff", "--hours", "3",
+             "--policy", str(tmp_path / "open.yaml"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["format_version"] == "1.1"
+    assert doc["policy"]["ok"] is True and doc["policy"]["violations"] == []
+    [c] = doc["cost"]["clusters"]
+    assert c["cluster"] == "tiny" and c["before"] == {"hourly": 0.0, "monthly": 0.0}
+    assert doc["cost"]["total"]["hours"] == 3 and doc["cost"]["hours_per_month"] == 730
