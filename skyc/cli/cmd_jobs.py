@@ -213,12 +213,19 @@ def queue_cmd(
                                          help="Clusters to list (default: every cluster)."),
     all_clusters: bool = typer.Option(False, "-a", "--all",
                                       help="Every cluster's jobs (the default with no CLUSTER)."),
+    fmt: str = typer.Option("table", "--format", metavar="table|json",
+                            help="table, or json (format_version 1.0, jobs: the table's "
+                            "columns)."),
 ) -> None:
     """List the jobs of a cluster, or of every cluster."""
+    import json
+
     from skyc.cli.output import fitted_table, print_table, print_warning
-    from skyc.errors import SkycError
+    from skyc.errors import ConfigError, SkycError
     from skyc.state import StateDB
 
+    if fmt not in ("table", "json"):
+        raise ConfigError(f"--format {fmt}: expected 'table' or 'json'")
     names = list(clusters or [])
     if all_clusters or not names:
         from skyc.config import skyc_home
@@ -230,6 +237,8 @@ def queue_cmd(
         names = sorted(set(names) | known)
         if not names:
             print_warning("no clusters; launch one with: skyc launch TASK")
+            if fmt == "json":
+                typer.echo(json.dumps({"format_version": "1.0", "jobs": []}))
             return
     rows: list[tuple[str, ...]] = []
     for name in names:
@@ -239,8 +248,13 @@ def queue_cmd(
             if clusters and not all_clusters:
                 raise
             print_warning(f"{name}: {exc}")
-    print_table(fitted_table(None, ("CLUSTER", "ID", "NAME", "SUBMITTED", "STATUS", "NODES"),
-                             rows, drop=("NODES", "SUBMITTED")))
+    columns = ("CLUSTER", "ID", "NAME", "SUBMITTED", "STATUS", "NODES")
+    if fmt == "json":
+        jobs = [dict(zip((c.lower() for c in columns), row, strict=True)) for row in rows]
+        typer.echo(json.dumps({"format_version": "1.0", "jobs": jobs}, indent=2,
+                              sort_keys=True))
+        return
+    print_table(fitted_table(None, columns, rows, drop=("NODES", "SUBMITTED")))
 
 
 def logs_cmd(

@@ -393,6 +393,9 @@ def check(
         False, "--refresh",
         help="Read every kubeconfig context's nodes now (needs access) and cache them for "
              "offline planning."),
+    fmt: str = typer.Option("table", "--format", metavar="table|json",
+                            help="table, or json (format_version 1.0, infra: name, enabled, "
+                            "reason, details)."),
 ) -> None:
     """Which infra skyc plans with, and why; what each Kubernetes context offers."""
     from rich.markup import escape
@@ -401,6 +404,7 @@ def check(
     from skyc.config import load_config
     from skyc.infra import check_infra
 
+    check_choice("--format", fmt, ("table", "json"))
     config = load_config()
     if refresh:
         from skyc.compiler.kubernetes.credentials import credentials
@@ -410,7 +414,13 @@ def check(
         for name, problem in refresh_contexts(names):
             line = f"kubernetes/{name}: " + (problem or "nodes read")
             console.print(escape(safe(line)), soft_wrap=True)
-    for st in check_infra(config):
+    found = check_infra(config)
+    if fmt == "json":
+        typer.echo(json.dumps({"format_version": "1.0", "infra": [
+            {"name": st.name, "enabled": st.enabled, "reason": st.reason,
+             "details": list(st.details)} for st in found]}, indent=2, sort_keys=True))
+        return
+    for st in found:
         mark = "[green]enabled[/]" if st.enabled else "[dim]disabled[/]"
         console.print(f"{st.name:<12} {mark}  {st.reason}", soft_wrap=True)
         for line in st.details:
