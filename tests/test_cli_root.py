@@ -107,3 +107,18 @@ def test_optimize_choices_are_listed_and_checked(tmp_path: Path) -> None:
     out = _skyc("plan", str(task), "--optimize", "fast", "--no-diff")
     assert out.returncode == 1 and "--optimize fast: expected one of cost, time" in out.stderr
     assert "--optimize cost|time" in _skyc("plan", "--help").stdout
+
+
+def test_a_run_imports_only_its_commands_module() -> None:
+    code = ("import sys; import skyc.cli as c; c._register_for(sys.argv[1:]); "
+            "print(sorted(m for m in sys.modules if m.startswith('skyc.cli.cmd_')))")
+    named = subprocess.run([sys.executable, "-c", code, "validate", "x.yaml"],
+                           capture_output=True, text=True, timeout=60)
+    assert named.returncode == 0, named.stderr
+    assert named.stdout.strip() == "['skyc.cli.cmd_task']"
+    for argv in (["--help"], ["no-such-command"]):
+        out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                             text=True, timeout=60)
+        assert "skyc.cli.cmd_plan" in out.stdout and "skyc.cli.cmd_jobs" in out.stdout
+    out = _skyc("jobs", "--help")  # a group registered with add_typer
+    assert out.returncode == 0 and "launch" in out.stdout

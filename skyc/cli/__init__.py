@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -18,7 +20,7 @@ import typer
 from skyc import __version__
 from skyc.errors import SkycError
 
-app = typer.Typer(
+_app = typer.Typer(
     name="skyc",
     help=(
         "skyc compiles AI workloads (SkyPilot task YAML) into placement plans, "
@@ -37,7 +39,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
@@ -68,15 +70,47 @@ def _plain_argument_help() -> None:
     setattr(TyperArgument, "display_type_rich", display_type_rich)  # noqa: B010
 
 
-def _register_commands() -> None:
+_registered: set[str] = set()
+# ``app.command("plan")``, ``@app.command("status")``, ``app.add_typer(x, name="jobs")``
+# in a command module's register(): the names it registers, read without importing it.
+_REGISTERS = re.compile(r'(?<![\w.])app\.(?:command\(\s*|add_typer\([^)]*?name=)"([\w-]+)"')
+
+
+def _modules() -> list[str]:
     names = [m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("cmd_")]
-    names.sort(key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
-    for name in names:
-        importlib.import_module(f"{__name__}.{name}").register(app)
+    return sorted(names, key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
+
+
+def _register(modules: list[str]) -> None:
+    for name in modules:
+        if name not in _registered:
+            _registered.add(name)
+            importlib.import_module(f"{__name__}.{name}").register(_app)
+
+
+def _register_commands() -> None:
+    """Every command (``skyc --help``, completion, tests that walk the app)."""
+    _register(_modules())
+
+
+def _register_for(argv: list[str]) -> None:
+    """Only the module of the command ``argv`` names, when its source says which one
+    it is (a run imports and converts one command's module, not all of them); every
+    module otherwise (root help, completion, an unknown or misspelt command)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is not None and not any(k.startswith("_SKYC_COMPLETE") for k in os.environ):
+        for name in _modules():
+            try:
+                source = (Path(__path__[0]) / f"{name}.py").read_text(encoding="utf-8")
+            except OSError:
+                break
+            if first in _REGISTERS.findall(source):
+                _register([name])
+                return
+    _register_commands()
 
 
 _plain_argument_help()
-_register_commands()
 
 
 def _command_name(info: Any) -> str:
@@ -93,12 +127,12 @@ def app_for(argv: list[str]) -> typer.Typer:
 
     first = next((a for a in argv if not a.startswith("-")), None)
     if first is None or any(k.startswith("_SKYC_COMPLETE") for k in os.environ):
-        return app
-    commands = [c for c in app.registered_commands if _command_name(c) == first]
-    groups = [g for g in app.registered_groups if g.name == first]
+        return _app
+    commands = [c for c in _app.registered_commands if _command_name(c) == first]
+    groups = [g for g in _app.registered_groups if g.name == first]
     if not commands and not groups:
-        return app
-    pruned = copy.copy(app)
+        return _app
+    pruned = copy.copy(_app)
     pruned.registered_commands = commands
     pruned.registered_groups = groups
     return pruned
@@ -112,6 +146,7 @@ def main() -> None:
     # points the first time a model is validated; the CLI uses none.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     try:
+        _register_for(sys.argv[1:])
         rc = app_for(sys.argv[1:])(standalone_mode=False)
         # Without standalone mode, click returns `typer.Exit(n)`'s code instead of exiting.
         sys.exit(rc if isinstance(rc, int) else 0)
@@ -140,3 +175,12 @@ def main() -> None:
             show()
             sys.exit(code)
         raise
+
+
+def __getattr__(name: str) -> Any:
+    """``skyc.cli.app``: the whole app, every command registered (for callers that walk
+    it); ``main`` registers only what a run needs."""
+    if name == "app":
+        _register_commands()
+        return _app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
