@@ -224,8 +224,10 @@ def _check_node_limits(plan: Plan) -> None:
 
 
 def plan_cmd(
-    task_file: Path = typer.Argument(..., metavar="TASK",
-                                     help="Task YAML (one task or a pipeline)."),
+    task_paths: list[Path] = typer.Argument(
+        ..., metavar="TASK...",
+        help="Task YAML (one task or a pipeline); several, or a directory of them, make "
+        "one plan of independent tasks."),
     infra: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP),
     catalog: Path | None = typer.Option(None, "--catalog", metavar="DIR",
                                         help="Catalog dir (<cloud>/vms.csv)."),
@@ -302,16 +304,26 @@ def plan_cmd(
     if cluster is not None and not diff:
         raise ConfigError("--cluster names the cluster to diff against; it has no use "
                           "with --no-diff", hint="drop one of them")
+    from skyc.cli.plan_stacks import expand_task_files
     from skyc.task.overrides import resource_overrides
 
-    task_set = load_tasks(task_file, env=env_values(env_file, env),
-                          secrets=parse_secret_flags(secret),
-                          overrides=resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
-                                       instance_type=instance_type, disk_size=disk_size,
-                                       use_spot=use_spot, num_nodes=num_nodes))
-    for warning in task_set.warnings:
-        print_warning(warning.render())
-    tasks = list(task_set.tasks)
+    task_files = expand_task_files(task_paths)
+    task_file = task_files[0]
+    tasks = []
+    files_of: list[Path] = []   # each task's file
+    parallel = len(task_files) > 1  # tasks of several files are independent
+    for path in task_files:
+        task_set = load_tasks(path, env=env_values(env_file, env),
+                              secrets=parse_secret_flags(secret),
+                              overrides=resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
+                                           instance_type=instance_type, disk_size=disk_size,
+                                           use_spot=use_spot, num_nodes=num_nodes))
+        for warning in task_set.warnings:
+            print_warning(warning.render())
+        tasks += list(task_set.tasks)
+        files_of += [path] * len(task_set.tasks)
+        parallel = parallel or (task_set.header is not None
+                                and task_set.header.execution == "parallel")
     if cluster is not None and len(tasks) != 1:
         raise ConfigError(
             f"--cluster names one cluster, but {task_file} holds {len(tasks)} tasks",
@@ -325,7 +337,6 @@ def plan_cmd(
     config = load_config()
     scope = plan_scope(config, tasks, infra=where, catalog_dir=catalog, fall_back=True)
     cat = catalog_for(config, tasks, infra=where, catalog_dir=catalog, scope=scope)
-    parallel = task_set.header is not None and task_set.header.execution == "parallel"
     plan = run_optimizer(tasks, cat, target="time" if optimize == "time" else "cost",
                          infra=where, edges=[] if parallel else None)
     _check_node_limits(plan)
@@ -352,7 +363,7 @@ def plan_cmd(
         from skyc.cli.plan_stacks import save_plan
         from skyc.launch import cluster_names_for
 
-        save_plan(out, task_file, tasks, names or cluster_names_for(tasks, cluster), plan,
+        save_plan(out, files_of, tasks, names or cluster_names_for(tasks, cluster), plan,
                   stacks or [], artifacts, config, infra=where, catalog=catalog,
                   optimize=optimize, engine=engine, cluster=cluster,
                   env=env_values(env_file, env),

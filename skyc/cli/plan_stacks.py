@@ -216,7 +216,7 @@ def print_stacks(stacks: list[dict[str, Any]]) -> None:
 
 
 def save_plan(
-    out: Path, task_file: Path, tasks: list[Task], names: list[str], plan: Plan,
+    out: Path, task_files: list[Path], tasks: list[Task], names: list[str], plan: Plan,
     stacks: list[dict[str, Any]], artifacts: Artifacts, config: SkycConfig, *,
     infra: str | None, catalog: Path | None, optimize: str, engine: str | None,
     cluster: str | None, env: dict[str, str], overrides: dict[str, Any],
@@ -228,7 +228,7 @@ def save_plan(
     options = PlanOptions(
         infra=infra, catalog_dir=str(catalog.resolve()) if catalog else None,
         optimize=optimize, engine=engine, cluster=cluster, env=env, overrides=overrides)
-    saved = build(task_file=task_file, tasks=tasks, names=names, plan=plan, stacks=stacks,
+    saved = build(task_files=task_files, tasks=tasks, names=names, plan=plan, stacks=stacks,
                   artifacts=artifacts, config=config, options=options)
     write(out, saved)
     print_line(f"plan saved to {out}: apply exactly this plan with `skyc apply {out}` "
@@ -345,3 +345,23 @@ def json_errors(command: Callable[..., None]) -> Callable[..., None]:
             raise
 
     return wrapped
+
+
+def expand_task_files(paths: list[Path]) -> list[Path]:
+    """The task files named: a directory stands for its ``*.yaml`` / ``*.yml`` files
+    (sorted; ``skyc-policy.yaml`` is not a task)."""
+    from skyc.errors import ConfigError
+    from skyc.review.policy import POLICY_FILE
+
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")
+                           and p.name != POLICY_FILE and p.is_file())
+            if not found:
+                raise ConfigError(f"{path}: a directory with no task files (*.yaml, *.yml)",
+                                  hint="name task files, or a directory that holds some")
+            out += found
+        else:
+            out.append(path)
+    return out

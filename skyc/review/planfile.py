@@ -124,11 +124,12 @@ def stack_files(cluster: str, placement: Placement, task: Task, config: SkycConf
 
 
 def build(
-    *, task_file: Path, tasks: list[Task], names: list[str], plan: Plan,
+    *, task_files: list[Path], tasks: list[Task], names: list[str], plan: Plan,
     stacks: list[dict[str, Any]], artifacts: Artifacts, config: SkycConfig,
     options: PlanOptions,
 ) -> SavedPlan:
-    """The plan file's document for a plan and its engine diffs."""
+    """The plan file's document for a plan and its engine diffs (``task_files``: each
+    task's file)."""
     from skyc import __version__
     from skyc.compiler import choose_engine
 
@@ -152,13 +153,13 @@ def build(
     return SavedPlan(
         skyc_version=__version__, options=options,
         inputs=Inputs(
-            task_files={str(task_file.resolve()): digests.of_file(task_file)},
+            task_files={str(f.resolve()): digests.of_file(f) for f in task_files},
             config=digests.of_config(config), catalog=digests.of_catalog(plan),
             catalog_source=plan.catalog.source if plan.catalog else None,
             catalog_date=plan.catalog.date if plan.catalog else None),
-        tasks=[SavedTask(name=t.name, cluster=c, file=str(task_file.resolve()), task=t.dump(),
-                         secrets_to_supply=sorted(t.secrets)) for t, c in zip(tasks, names,
-                                                                                strict=True)],
+        tasks=[SavedTask(name=t.name, cluster=c, file=str(f.resolve()), task=t.dump(),
+                         secrets_to_supply=sorted(t.secrets))
+               for t, c, f in zip(tasks, names, task_files, strict=True)],
         placements=[[tp.placement, *tp.alternatives] for tp in plan.tasks],
         stacks=saved_stacks,
     )

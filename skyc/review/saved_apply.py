@@ -39,7 +39,7 @@ def load_tasks_of(saved: SavedPlan, secrets: dict[str, str | None]) -> list[Task
     ``--env`` values and overrides; secrets come from ``secrets`` or the environment."""
     from skyc.task import load_tasks
 
-    files = sorted({t.file for t in saved.tasks})
+    files = list(dict.fromkeys(t.file for t in saved.tasks))  # in the plan's order
     tasks: list[Task] = []
     for file in files:
         tasks += load_tasks(Path(file), env=saved.options.env, secrets=secrets,

@@ -41,3 +41,23 @@ def test_queue_json(tmp_path: Path, home: Path) -> None:
     assert (job["cluster"], job["id"], job["name"], job["status"]) == (
         "tiny", "1", "tiny", "SUCCEEDED")
     assert skyc(home, "destroy", "tiny", "--yes").returncode == 0
+
+
+@requires_terraform
+@pytest.mark.timeout(300)
+def test_several_tasks_make_one_report(tmp_path: Path, home: Path) -> None:
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    local_task(tasks / "a.yaml", 1, name="alpha")
+    local_task(tasks / "b.yaml", 2, name="beta")
+    (tasks / "skyc-policy.yaml").write_text("allowed_clouds: [local]\n")
+    r = skyc(home, "plan", str(tasks), "--format", "markdown")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("<!-- skyc-plan:") == 1
+    assert "| `alpha` |" in r.stdout and "| `beta` |" in r.stdout
+    assert "**skyc plan**: 3 to add" in r.stdout and "): passed" in r.stdout
+    r2 = skyc(home, "plan", str(tasks / "a.yaml"), str(tasks / "b.yaml"), "--format", "json")
+    assert r2.returncode == 0, r2.stderr
+    doc = json.loads(r2.stdout)
+    assert [s["cluster"] for s in doc["stacks"]] == ["alpha", "beta"]
+    assert [c["cluster"] for c in doc["cost"]["clusters"]] == ["alpha", "beta"]
