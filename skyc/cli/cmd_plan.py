@@ -352,6 +352,12 @@ def plan_cmd(
     else:
         for line in lines:
             print_warning(line)
+    from skyc.cli.plan_stacks import check_policy, plan_exit_code, print_policy, review_outputs
+    from skyc.launch import cluster_names_for
+
+    clusters = names or cluster_names_for(tasks, cluster)
+    # Before the engine diff: a policy file that cannot be read fails fast.
+    policy = check_policy(policy_file, task_file, tasks, plan, clusters, config)
     stacks = None
     from skyc.review.planfile import Artifacts
 
@@ -361,9 +367,8 @@ def plan_cmd(
                                      config=config, engine=engine, on_plan=artifacts)
     if out is not None:
         from skyc.cli.plan_stacks import save_plan
-        from skyc.launch import cluster_names_for
 
-        save_plan(out, files_of, tasks, names or cluster_names_for(tasks, cluster), plan,
+        save_plan(out, files_of, tasks, clusters, plan,
                   stacks or [], artifacts, config, infra=where, catalog=catalog,
                   optimize=optimize, engine=engine, cluster=cluster,
                   env=env_values(env_file, env),
@@ -371,11 +376,6 @@ def plan_cmd(
                                                instance_type=instance_type,
                                                disk_size=disk_size, use_spot=use_spot,
                                                num_nodes=num_nodes))
-    from skyc.cli.plan_stacks import check_policy, plan_exit_code, print_policy, review_outputs
-    from skyc.launch import cluster_names_for
-
-    clusters = names or cluster_names_for(tasks, cluster)
-    policy = check_policy(policy_file, task_file, tasks, plan, clusters, config)
     if fmt in ("json", "markdown"):
         if stacks:
             for st in stacks:
