@@ -83,6 +83,7 @@ class LaunchOptions:
 class ReviewedPlacements:
     placements: list[Placement]
     changes: list[tuple[str, str]]
+    engine_plan: bytes | None = None  # made against the cluster's workspace: applied as is
 
 
 @dataclass
@@ -297,6 +298,11 @@ def _provision(
     plan = make_plan([task], pinned, blocked=blocked, config=config)
     if opts.reviewed is not None:
         first = opts.reviewed.placements[0]
+        if home is not None and first.infra != home:
+            raise SkycError(
+                f"the plan places cluster {name} in {first.infra}, but it lives in {home}; "
+                "nothing was applied",
+                hint="plan again with --infra " + home + " to keep it there")
         plan = plan.model_copy(update={"tasks": [plan.tasks[0].model_copy(update={
             "placement": first, "alternatives": opts.reviewed.placements[1:]})]})
     reporter.plan(plan)
@@ -347,6 +353,8 @@ def _provision(
             progress=reporter.engine_event, engine=engine,
             reviewed=confirmed if first and p is chosen else None,
             expected=opts.reviewed.changes if first and opts.reviewed is not None else None,
+            saved_plan=(opts.reviewed.engine_plan if first and opts.reviewed is not None
+                        and p is chosen else None),
         )
 
     def cleanup(p: Placement) -> None:

@@ -106,6 +106,7 @@ def provision(
     engine: str | None = None,
     reviewed: StackDiff | None = None,
     expected: list[tuple[str, str]] | None = None,
+    saved_plan: bytes | None = None,
 ) -> ClusterInfo:
     """Create or update the cluster; returns its nodes. Also writes ``cluster.json``.
 
@@ -114,11 +115,16 @@ def provision(
     engine refuses it when the state moved since). ``expected``: the (address,
     action) pairs a saved plan file lists; the engine's plan must list the same, or
     nothing is applied (:class:`skyc.errors.StateError` names what differs).
+    ``saved_plan``: with ``expected``, the engine's saved plan from a plan file made
+    against this workspace: applied as it is, with no new plan (the engine refuses it
+    when its state moved since).
     """
     config = config or load_config()
     (cluster_workspace(cluster) / POWER_FILE).unlink(missing_ok=True)  # provisioned: running
     workspace, driver = _prepare(cluster, placement, candidate, config, engine)
     try:
+        if saved_plan is not None and expected is not None:
+            reviewed = _saved_diff(workspace, saved_plan, expected)
         diff = reviewed if reviewed is not None else driver.plan()
         if expected is not None:
             check_expected(cluster, diff, expected)
@@ -144,6 +150,22 @@ def provision(
                "candidate": candidate.model_dump(mode="json")}
     (workspace / REQUEST_FILE).write_text(json.dumps(request, indent=2, sort_keys=True) + "\n")
     return info
+
+
+REVIEWED_PLAN_FILE = ".skyc-reviewed-plan"
+
+
+def _saved_diff(workspace: Path, saved_plan: bytes, expected: list[tuple[str, str]]
+                ) -> StackDiff:
+    """A plan file's engine plan as the diff to apply, written into the workspace."""
+    from skyc.stacks.engine import ResourceChange
+
+    path = workspace / REVIEWED_PLAN_FILE
+    path.write_bytes(saved_plan)
+    path.chmod(0o600)
+    return StackDiff(plan_file=str(path), changes=[
+        ResourceChange(address=a, type=a.split(".")[0], action=b)
+        for a, b in expected])
 
 
 def change_pairs(diff: StackDiff) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ engine's plan at apply must then list exactly the reviewed changes
 
 from __future__ import annotations
 
+import base64
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -102,9 +103,14 @@ def launch_options(path: Path, saved: SavedPlan, tasks: list[Task], config: Skyc
                          f"({st.note or 'not computed'}); nothing was applied",
                          hint="plan again where the engine can run (without --no-diff)")
     opts = saved.options
+    # An engine plan made in the cluster's own workspace (it existed at plan time, and
+    # its state has not moved since) is applied as it is; one made in a temporary
+    # folder for a new cluster holds a throwaway key, and the engine plans again there.
+    raw = base64.b64decode(st.engine_plan) if st.engine_plan and st.state != "absent" else None
     return replace(
         base, cluster=saved.tasks[0].cluster, infra=opts.infra,
         catalog_dir=Path(opts.catalog_dir) if opts.catalog_dir else None,
         target=opts.optimize, engine=st.engine, confirm=None,
         reviewed=ReviewedPlacements(placements=saved.placements[0],
-                                    changes=[(a, b) for a, b in st.changes]))
+                                    changes=[(a, b) for a, b in st.changes],
+                                    engine_plan=raw))

@@ -78,3 +78,24 @@ def test_a_plan_file_edited_by_hand_is_refused(tmp_path: Path, home: Path) -> No
     out.write_text(json.dumps(doc))
     r = skyc(home, "apply", str(out))
     assert r.returncode == 1 and "surprise" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_plan_of_an_existing_cluster_applies_its_saved_engine_plan(
+    tmp_path: Path, home: Path
+) -> None:
+    task = local_task(tmp_path / "t.yaml", 1)
+    assert skyc(home, "apply", task, "--yes").returncode == 0
+    workspace = home / ".skyc" / "clusters" / "tiny"
+    local_task(tmp_path / "t.yaml", 2)
+    out = tmp_path / "plan.skyc"
+    r = skyc(home, "plan", task, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    [st] = json.loads(out.read_text())["stacks"]
+    assert st["changes"] == [["terraform_data.node_1", "create"]]
+    plans = engine_runs(workspace, "plan")          # the first apply's and plan -o's
+    r = skyc(home, "apply", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The saved engine plan was applied as it is: no plan ran at apply.
+    assert (engine_runs(workspace, "plan"), engine_runs(workspace, "apply")) == (plans, 2)
+    assert (workspace / "nodes" / "worker1").is_dir()
+    assert skyc(home, "destroy", "tiny", "--yes").returncode == 0
