@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from skyc.config import SkycConfig, load_config
-from skyc.errors import ProvisionError, ProvisionFailure, SkycError, UnsupportedFeature
+from skyc.errors import (
+    InfeasibleError,
+    ProvisionError,
+    ProvisionFailure,
+    SkycError,
+    UnsupportedFeature,
+)
 from skyc.failover import Attempt, FailoverPolicy, provision_with_failover
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement, Plan
@@ -84,6 +90,9 @@ class ReviewedPlacements:
     placements: list[Placement]
     changes: list[tuple[str, str]]
     engine_plan: bytes | None = None  # made against the cluster's workspace: applied as is
+    # Asked when every listed placement failed: may failover go on outside them?
+    # None (a non-interactive run): no, the apply stops.
+    ask: Callable[[str], bool] | None = None
 
 
 @dataclass
@@ -288,10 +297,20 @@ def _provision(
         policy = replace(opts.failover, max_attempts=1, retry_until_up=False)
         pinned = replace(opts, infra=home, failover=policy)
 
+    leave_review: list[bool] = []  # set once the user said to fail over past the review
+
     def next_placement(more: list[Blocked]) -> Placement:
         both = [*blocked, *more]
-        if opts.reviewed is not None:
-            return reviewed_next(opts.reviewed.placements, both)
+        if opts.reviewed is not None and not leave_review:
+            try:
+                return reviewed_next(opts.reviewed.placements, both)
+            except InfeasibleError as exc:
+                ask = opts.reviewed.ask
+                question = (f"{exc} ({', '.join(str(b) for b in both)} failed). Plan "
+                            "again outside the reviewed plan and continue?")
+                if ask is None or not ask(question):
+                    raise
+                leave_review.append(True)
         return make_plan([task], pinned, blocked=both, config=config).tasks[0].placement
 
     reporter.stage("optimize")
@@ -443,8 +462,6 @@ def reviewed_next(placements: Sequence[Placement], blocked: Sequence[Blocked]) -
     for p in placements:
         if not any(b.matches(p.cloud, p.region, p.zone) for b in blocked):
             return p
-    from skyc.errors import InfeasibleError
-
     raise InfeasibleError(
         "every placement the reviewed plan lists has failed",
         hint="run `skyc plan -o FILE` again for new alternatives, and review it")

@@ -138,7 +138,8 @@ def apply_cmd(
             allow_reshape=allow_reshape, idle_minutes=idle_minutes,
             failover=FailoverPolicy(max_attempts=max_attempts, timeout_s=timeout,
                                     retry_until_up=retry_until_up)),
-            policy_file, allow_policy_violations)
+            policy_file, allow_policy_violations,
+            ask=None if yes or not sys.stdin.isatty() else _ask_again)
         return
     from skyc.task.overrides import resource_overrides
 
@@ -197,8 +198,10 @@ def _policy_gate(explicit: Path | None, task_file: Path, tasks: Sequence[Task], 
 
 
 def _apply_saved(path: Path, secret: list[str], base: LaunchOptions,
-                 policy_file: Path | None, allow: bool) -> None:
-    """``skyc apply PLANFILE``: exactly the reviewed plan, without asking again."""
+                 policy_file: Path | None, allow: bool,
+                 ask: Callable[[str], bool] | None = None) -> None:
+    """``skyc apply PLANFILE``: exactly the reviewed plan, without asking again; when
+    every placement it lists failed, ``ask`` (None: stop) says whether to go on."""
     from skyc.cli.report import ConsoleReporter
     from skyc.config import load_config
     from skyc.launch import launch
@@ -210,6 +213,8 @@ def _apply_saved(path: Path, secret: list[str], base: LaunchOptions,
     tasks = load_tasks_of(plan, parse_secret_flags(secret))
     opts = launch_options(path, plan, tasks, load_config(), base)
     opts.admit = _policy_gate(policy_file, Path(plan.tasks[0].file), tasks, allow)
+    if opts.reviewed is not None:
+        opts.reviewed.ask = ask
     result = launch(tasks, opts, ConsoleReporter())
     refresh_ssh_config()
     if result.exit_code:
@@ -231,6 +236,13 @@ def refresh_ssh_config() -> None:
         from skyc.cli.output import print_warning
 
         print_warning(f"could not write the SSH config for `ssh CLUSTER`: {exc}")
+
+
+def _ask_again(question: str) -> bool:
+    from skyc.cli.output import err_console
+
+    err_console.print(question, soft_wrap=True, markup=False, highlight=False)
+    return typer.confirm("Fail over outside the reviewed plan?", default=False, err=True)
 
 
 def _confirm(summary: str) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from skyc.errors import InfeasibleError
+from skyc.errors import InfeasibleError, SkycError
 from skyc.launch import reviewed_next
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement
@@ -43,3 +43,43 @@ def test_the_gate_refuses_or_records(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with StateDB() as db:
         [event] = [e for e in db.events("t") if e.kind == "policy"]
     assert "allowed_regions" in event.message
+
+
+def _no_aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKYC_HOME", str(tmp_path / "skyc-home"))
+    monkeypatch.setenv("HOME", str(tmp_path))           # no ~/.aws here
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE",
+                "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+
+
+@pytest.mark.parametrize("answer", [None, False, True])
+def test_when_every_reviewed_placement_failed_it_asks_or_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: bool | None
+) -> None:
+    """The attempt on aws fails for real (no credentials here: skyc's own check, no
+    engine run); the plan lists no other placement."""
+    from skyc.launch import LaunchOptions, ReviewedPlacements, launch
+    from tests.review.test_reviewed_apply import Quiet
+
+    _no_aws(tmp_path, monkeypatch)
+    task = Task.model_validate({"name": "t", "resources": {"infra": "aws/us-east-1",
+                                                           "instance_type": "m6i.large"}})
+    asked: list[str] = []
+
+    def ask(question: str) -> bool:
+        asked.append(question)
+        return bool(answer)
+
+    reviewed = ReviewedPlacements(placements=[at("us-east-1")], changes=[],
+                                  ask=None if answer is None else ask)
+    with pytest.raises(SkycError) as info:
+        launch([task], LaunchOptions(infra="aws/us-east-1", reviewed=reviewed), Quiet())
+    assert "no placement is left to try" in str(info.value)
+    assert "aws/us-east-1" in str(info.value) and "no aws credentials" in str(info.value)
+    if answer is None:   # a non-interactive run: stops, asks nothing
+        assert asked == []
+    else:                # asked once (told yes, the optimizer finds aws blocked too)
+        [question] = asked
+        assert question.startswith("every placement the reviewed plan lists has failed")
+        assert "aws/*/* failed" in question and "Plan again outside" in question
