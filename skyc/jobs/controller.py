@@ -357,11 +357,15 @@ class Controller:
 
         path = managed_log_dir(self.job_id) / f"attempt-{attempt}-job-{run_id}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("wb") as out, contextlib.suppress(SkycError, OSError):
+        # Written under another name and renamed whole: a follower lists the saved
+        # logs by name and reads each once, so it must never see a partial one.
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        with partial.open("wb") as out, contextlib.suppress(SkycError, OSError):
             def write(data: bytes) -> None:
                 out.write(data)
 
             tail_logs(info, run_id, follow=False, on_output=write)
+        os.replace(partial, path)
 
     def _down(self, cluster: str) -> None:
         from skyc.launch import teardown_cluster
