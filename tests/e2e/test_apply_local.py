@@ -188,9 +188,9 @@ run: |
 
 def test_destroy_ends_every_job_process_including_setsid_daemons(
         skyc: Skyc, tmp_path: Path) -> None:
-    from tests.runtime.test_job_truth import marked_processes
+    from skyc.nodes import ClusterInfo
+    from tests.runtime.test_job_truth import marks_of
 
-    before = set(marked_processes())
     skyc.write("daemons.yaml", f"""\
 name: daemons
 num_nodes: 2
@@ -207,9 +207,13 @@ run: |
                       timeout=20)
     pids = [int(d.read_text()) for d in daemons]
     assert all(pid_alive(p) for p in pids)
+    # Only this cluster's marked processes count: other tests run jobs at the same time.
+    cluster = ClusterInfo.model_validate_json(
+        (skyc.home / "clusters" / "daemons" / "cluster.json").read_text())
+    assert set(pids) <= set(marks_of(cluster)), "the daemons carry the cluster's job mark"
     skyc.ok("destroy", "daemons", "--yes")
     assert not any(pid_alive(p) for p in pids), "a setsid daemon outlived destroy"
-    assert set(marked_processes()) <= before, "job processes outlived destroy"
+    assert marks_of(cluster) == [], "job processes outlived destroy"
 
 
 def test_reshape_shows_what_it_removes_refuses_while_jobs_run_there_and_keeps_history(
