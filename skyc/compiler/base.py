@@ -11,6 +11,7 @@ record and handled here, not branched on by cloud name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from skyc.config import SkycConfig
-from skyc.errors import EngineError, ProvisionError, UnsupportedFeature
+from skyc.errors import ConfigError, EngineError, ProvisionError, UnsupportedFeature
 from skyc.nodes import Node
 from skyc.optimizer.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic
@@ -163,6 +164,24 @@ def list_output(outputs: dict[str, Any], key: str, cluster: str) -> list[Any]:
     if not isinstance(value, list):
         raise EngineError(f"cluster {cluster}: stack outputs lack {key}")
     return value
+
+
+def port_range(spec: str) -> tuple[int, int]:
+    """A task port (``8080``) or range (``9000-9010``) as (low, high); ConfigError otherwise."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", str(spec))
+    if not match:
+        raise ConfigError(f"ports: {spec!r} is not a port or a range like 9000-9010")
+    low = int(match.group(1))
+    high = int(match.group(2) or low)
+    if not 1 <= low <= high <= 65535:
+        raise ConfigError(f"ports: {spec!r} is outside 1-65535")
+    return low, high
+
+
+def port_range_text(spec: str) -> str:
+    """A task port or range as firewall rules write it: ``8080`` or ``9000-9010``."""
+    low, high = port_range(spec)
+    return str(low) if low == high else f"{low}-{high}"
 
 
 def node_name(rank: int) -> str:

@@ -11,12 +11,11 @@ and the instance type has EFA, and the instances.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from skyc.compiler.aws import images
-from skyc.compiler.base import BuildRequest, node_name
+from skyc.compiler.base import BuildRequest, node_name, port_range
 from skyc.compiler.keys import ensure_key_pair
 from skyc.compiler.templates import render
 from skyc.config import SkycConfig
@@ -123,17 +122,6 @@ def provider(region: str, config: SkycConfig) -> Provider:
                     source="hashicorp/aws", version=PROVIDER_VERSION)
 
 
-def _port_range(spec: str) -> tuple[int, int]:
-    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", str(spec))
-    if not match:
-        raise ConfigError(f"ports: {spec!r} is not a port or a range like 9000-9010")
-    low = int(match.group(1))
-    high = int(match.group(2) or low)
-    if not 1 <= low <= high <= 65535:
-        raise ConfigError(f"ports: {spec!r} is outside 1-65535")
-    return low, high
-
-
 def root_volume(candidate: ResourceCandidate) -> Block:
     tier = candidate.disk_tier or DEFAULT_DISK_TIER
     if tier not in DISK_TIERS:
@@ -192,7 +180,7 @@ def _firewall(
         "name": f"skyc-{cluster}", "description": f"skyc cluster {cluster}",
         "vpc_id": VPC_ID, "tags": _tags(labels, f"skyc-{cluster}"),
     }))
-    ranges = sorted({(22, 22), *(_port_range(p) for p in ports)})
+    ranges = sorted({(22, 22), *(port_range(p) for p in ports)})
     for low, high in ranges:
         name = f"tcp_{low}" if low == high else f"tcp_{low}_{high}"
         stack.add(_resource("ingress_rule", f"ingress_{name}", name, {

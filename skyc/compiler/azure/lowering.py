@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from skyc.compiler.azure import images, sizes
-from skyc.compiler.base import BuildRequest, node_name
+from skyc.compiler.base import BuildRequest, node_name, port_range_text
 from skyc.compiler.keys import ensure_key_pair
 from skyc.compiler.templates import render
 from skyc.config import SkycConfig
@@ -185,17 +185,6 @@ def security_profile(image: images.Image) -> Block | None:
     return None
 
 
-def port_range(spec: str) -> str:
-    """A task port (``8080``, ``9000-9010``) as an NSG destination port range."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", str(spec))
-    if not match:
-        raise ConfigError(f"ports: {spec!r} is not a port or a range like 9000-9010")
-    low, high = int(match.group(1)), int(match.group(2) or match.group(1))
-    if not 1 <= low <= high <= 65535:
-        raise ConfigError(f"ports: {spec!r} is outside 1-65535")
-    return str(low) if low == high else f"{low}-{high}"
-
-
 def _rule(name: str, priority: int, protocol: str, source: str, ports: str) -> Block:
     return _args("network.SecurityRuleArgs", name=name, priority=priority,
                  direction="Inbound", access="Allow", protocol=protocol,
@@ -205,7 +194,7 @@ def _rule(name: str, priority: int, protocol: str, source: str, ports: str) -> B
 
 def security_rules(ports: tuple[str, ...]) -> list[Block]:
     rules = [_rule("ssh", SSH_PRIORITY, "Tcp", "*", "22")]
-    ranges = sorted({port_range(p) for p in ports} - {"22"},
+    ranges = sorted({port_range_text(p) for p in ports} - {"22"},
                     key=lambda r: tuple(int(x) for x in r.split("-")))
     if len(ranges) > CLUSTER_PRIORITY - PORTS_PRIORITY:
         raise ConfigError(f"ports: {len(ranges)} port ranges are more than one network "

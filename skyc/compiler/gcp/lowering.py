@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skyc.compiler.base import BuildRequest
+from skyc.compiler.base import BuildRequest, port_range_text
 from skyc.compiler.gcp import names, tpu, vm
 from skyc.compiler.gcp.images import tpu_accelerator
 from skyc.compiler.gcp.metadata import SSH_USER, metadata
@@ -47,17 +47,6 @@ def provider(region: str, zone: str | None, config: SkycConfig) -> Provider:
     return Provider(types={"pulumi": "gcp.Provider"}, settings=settings)
 
 
-def _port_range(spec: str) -> str:
-    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", str(spec))
-    if not match:
-        raise ConfigError(f"ports: {spec!r} is not a port or a range like 9000-9010")
-    low = int(match.group(1))
-    high = int(match.group(2) or low)
-    if not 1 <= low <= high <= 65535:
-        raise ConfigError(f"ports: {spec!r} is outside 1-65535")
-    return str(low) if low == high else f"{low}-{high}"
-
-
 def _firewall(stack: Stack, key: str, name: str, allows: list[tuple[str, list[str]]],
               sources: list[str], tag: str, description: str) -> None:
     rules = [block("compute.FirewallAllowArgs", protocol=p, **({"ports": ports} if ports else {}))
@@ -79,7 +68,7 @@ def _network(stack: Stack, cluster: str, region: str, ports: tuple[str, ...], ta
     }))
     _firewall(stack, "firewall_ssh", names.resource_name(cluster, "ssh"), [("tcp", ["22"])],
               ["0.0.0.0/0"], tag, f"skyc cluster {cluster}: SSH")
-    opened = sorted({_port_range(p) for p in ports}, key=lambda r: int(r.split("-")[0]))
+    opened = sorted({port_range_text(p) for p in ports}, key=lambda r: int(r.split("-")[0]))
     if opened:
         _firewall(stack, "firewall_ports", names.resource_name(cluster, "ports"),
                   [("tcp", opened)], ["0.0.0.0/0"], tag, f"skyc cluster {cluster}: ports")
