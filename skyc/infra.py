@@ -21,6 +21,7 @@ from skyc.config import SkycConfig
 
 if TYPE_CHECKING:
     from skyc.catalog import Catalog
+    from skyc.compiler.base import OwnOffers
 
 CLOUDS = ("aws", "gcp", "azure", "kubernetes")
 _ALIASES = {"k8s": "kubernetes"}
@@ -39,13 +40,6 @@ def normalize(name: str) -> str:
     return _ALIASES.get(head, head)
 
 
-def _first(checks: Iterable[tuple[bool, str]]) -> str | None:
-    for ok, why in checks:
-        if ok:
-            return why
-    return None
-
-
 def _credentials(
     cloud: str, env: Mapping[str, str], home: Path, config: SkycConfig | None = None
 ) -> str | None:
@@ -54,24 +48,6 @@ def _credentials(
     if cloud in TARGETS:
         check = credentials(cloud, env, home, config)
         return check.reason if check.ok else None
-    if cloud == "gcp":
-        adc = home / ".config" / "gcloud" / "application_default_credentials.json"
-        return _first([
-            (bool(env.get("GOOGLE_APPLICATION_CREDENTIALS")),
-             "GOOGLE_APPLICATION_CREDENTIALS is set"),
-            (adc.is_file(), "~/.config/gcloud/application_default_credentials.json exists"),
-        ])
-    if cloud == "azure":
-        return _first([
-            (bool(env.get("AZURE_CLIENT_ID") and env.get("AZURE_TENANT_ID")),
-             "AZURE_CLIENT_ID and AZURE_TENANT_ID are set"),
-            ((home / ".azure").is_dir(), "~/.azure/ exists"),
-        ])
-    if cloud == "kubernetes":
-        return _first([
-            (bool(env.get("KUBECONFIG")), "KUBECONFIG is set"),
-            ((home / ".kube" / "config").is_file(), "~/.kube/config exists"),
-        ])
     return None
 
 
@@ -112,10 +88,9 @@ def check_infra(config: SkycConfig, env: Mapping[str, str] | None = None,
             details = _not_found(cloud, env, home, config)
             if details:
                 why += f": plan only (`skyc plan --infra {cloud}` plans offline)"
-        if cloud == "kubernetes" and on:  # what each context offers (last read or config)
-            from skyc.compiler.kubernetes.offers import describe
-
-            details = tuple(describe(config, env, home))
+        own = _own_offers(cloud) if on else None
+        if own is not None:  # what a target without a price catalog offers, and whence
+            details = tuple(own.describe(config, env, home))
         out.append(InfraStatus(cloud, on, why, details))
     if listed is None:
         out.append(InfraStatus("local", True, "always available"))
@@ -243,18 +218,22 @@ def catalog_for(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | N
         config, explicit_infra(tasks, infra))
     pools = {p: config.ssh_pools[p] for p in config.ssh_pools if f"ssh/{p}" in names}
     fixed = (local_offers() if "local" in names else []) + ssh_offers(pools)
-    if "kubernetes" in names:  # no price catalog: its contexts' last reads and config pools
-        from skyc.compiler.kubernetes.offers import offers_for
+    hints: dict[str, str] = {}
+    for name in sorted(names):  # targets with no price catalog bring their own offers
+        own = _own_offers(name)
+        if own is not None:
+            fixed += own.offers_for(config)
+            hints[name] = own.EMPTY_HINT
+    catalog = load_catalog(catalog_dir, clouds=None if every_cloud else names, fixed=fixed)
+    catalog.empty_hints = hints
+    return catalog
 
-        fixed += offers_for(config)
-    return load_catalog(catalog_dir, clouds=None if every_cloud else names, fixed=fixed)
 
+def _own_offers(name: str) -> OwnOffers | None:
+    from skyc.compiler import TARGETS, own_offers
 
-_CREDENTIAL_HELP = {
-    "gcp": "set GOOGLE_APPLICATION_CREDENTIALS, or run `gcloud auth application-default login`",
-    "azure": "run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
-    "kubernetes": "set KUBECONFIG, or create ~/.kube/config",
-}
+    return own_offers(name) if name in TARGETS else None
+
 
 
 def missing_credentials(cloud: str, env: Mapping[str, str] | None = None,
@@ -265,15 +244,11 @@ def missing_credentials(cloud: str, env: Mapping[str, str] | None = None,
     Planning never needs credentials; provisioning does, and checking first keeps
     an engine from probing the network for credentials it will not find.
     """
-    if cloud not in CLOUDS:
+    from skyc.compiler import TARGETS, credentials
+
+    if cloud not in CLOUDS or cloud not in TARGETS:
         return None
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home
-    from skyc.compiler import TARGETS, credentials
-
-    if cloud in TARGETS:
-        check = credentials(cloud, env, home, config)
-        return None if check.ok else f"no {cloud} credentials found: {check.hint}"
-    if _credentials(cloud, env, home) is not None:
-        return None
-    return f"no {cloud} credentials found: {_CREDENTIAL_HELP[cloud]}"
+    check = credentials(cloud, env, home, config)
+    return None if check.ok else f"no {cloud} credentials found: {check.hint}"

@@ -25,6 +25,8 @@ class Catalog:
         self._tables: dict[str, CloudTable] = {}
         self._fixed = list(fixed)
         self.source = source
+        # Per cloud with no price catalog: what to do when it offers nothing.
+        self.empty_hints: dict[str, str] = {}
         self._names: dict[str, str] | None = None
 
     @property

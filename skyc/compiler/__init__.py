@@ -24,6 +24,7 @@ from skyc.compiler.base import (
     Errors,
     Lowering,
     Outputs,
+    OwnOffers,
     Target,
     check_supported,
 )
@@ -129,6 +130,18 @@ def classify_error(
 ) -> ProvisionError | None:
     """A ProvisionError for the first diagnostic the target recognizes, else None."""
     return cast(Errors, _part(cloud, "errors")).classify(diagnostics, placement)
+
+
+def own_offers(name: str) -> OwnOffers | None:
+    """The ``offers`` module of a target that has no price catalog and learns its
+    offers elsewhere (a cluster's nodes, the config), or None."""
+    import importlib.util
+
+    target(name)
+    module = f"skyc.compiler.{name}.offers"
+    if importlib.util.find_spec(module) is None:
+        return None
+    return cast(OwnOffers, importlib.import_module(module))
 
 
 def credentials(

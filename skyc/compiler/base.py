@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from skyc.catalog.offer import Offer
 from skyc.config import SkycConfig
 from skyc.errors import ConfigError, EngineError, ProvisionError, UnsupportedFeature
 from skyc.nodes import Node
@@ -116,6 +117,18 @@ class Errors(Protocol):
     def classify(
         self, diagnostics: Sequence[Diagnostic], placement: Placement | None
     ) -> ProvisionError | None: ...
+
+
+class OwnOffers(Protocol):
+    """The ``offers`` module of a target whose offers come from somewhere other than
+    a price catalog. ``EMPTY_HINT`` says how to get some when there are none."""
+
+    EMPTY_HINT: str
+
+    def offers_for(self, config: SkycConfig) -> list[Offer]: ...
+
+    def describe(self, config: SkycConfig, env: Mapping[str, str], home: Path
+                 ) -> list[str]: ...
 
 
 class CredentialsModule(Protocol):

@@ -54,10 +54,9 @@ def reason(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike,
     if where is None:
         return f"the task asks for {cand.infra.cloud} but --infra restricts to {infra[0]}"
     if where[0] is not None and where[0] not in catalog.clouds:
-        if where[0] == "kubernetes":
-            return ("no Kubernetes context offers anything yet: read the clusters with "
-                    "`skyc check --refresh`, or describe their GPU pools in the config "
-                    "(kubernetes.contexts.<context>.pools)")
+        hint = getattr(catalog, "empty_hints", {}).get(where[0])
+        if hint:
+            return str(hint)
         return f"'{where[0]}' is not enabled or has no catalog (have: {', '.join(catalog.clouds)})"
     try:
         q = build_query(cand, catalog, where)

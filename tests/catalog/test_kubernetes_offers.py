@@ -373,6 +373,24 @@ def test_infra_k8s_plans_with_the_contexts_offers(tmp_path: Path,
     assert p.infra == "kubernetes/gke"
 
 
+def test_infra_k8s_with_no_offers_says_how_to_get_some(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No context read and no pools in the config: the verdict is the target's own hint."""
+    from skyc.infra import catalog_for
+
+    (tmp_path / "skyc").mkdir()
+    monkeypatch.setenv("SKYC_HOME", str(tmp_path / "skyc"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    config = load_config()
+    task = make_task({"candidates": [{"accelerator": {"name": "A100", "count": 8}}]})
+    cat = catalog_for(config, [task], infra="k8s")
+    with pytest.raises(InfeasibleError) as err:
+        optimize([task], cat, infra="k8s")
+    assert "skyc check --refresh" in str(err.value), str(err.value)
+    assert "kubernetes.contexts.<context>.pools" in str(err.value)
+
+
 def test_prefer_makes_a_task_without_infra_choose_the_cluster(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The lab's chargeback ($72/h for A100:8) is dearer than AWS; prefer: true still

@@ -95,6 +95,11 @@ def offers_for(config: SkycConfig, context: str | None = None, *, home: Path | N
 
 MAX_NOTES = 5  # lines of left-out nodes shown per context
 
+# Said when planning finds no Kubernetes offer at all.
+EMPTY_HINT = ("no Kubernetes context offers anything yet: read the clusters with "
+              "`skyc check --refresh`, or describe their GPU pools in the config "
+              "(kubernetes.contexts.<context>.pools)")
+
 
 def _summary(offers: list[Offer]) -> str:
     parts = []
