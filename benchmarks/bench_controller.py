@@ -53,7 +53,8 @@ def _skyc(env: dict[str, str], cwd: Path, *args: str) -> str:
 
 
 def _queue(env: dict[str, str], cwd: Path) -> list[dict[str, Any]]:
-    doc: list[dict[str, Any]] = json.loads(_skyc(env, cwd, "jobs", "queue", "--format", "json"))
+    doc: list[dict[str, Any]] = json.loads(
+        _skyc(env, cwd, "jobs", "queue", "--format", "json"))["jobs"]
     return doc
 
 

@@ -85,8 +85,9 @@ def queue_cmd(
         rows = [_job_doc(store, job) for job in store.all_jobs()]
     finally:
         store.close()
-    if fmt == "json":
-        typer.echo(json.dumps(rows, indent=2, sort_keys=True))
+    if fmt == "json":  # format_version: additions bump the minor
+        typer.echo(json.dumps({"format_version": "1.0", "jobs": rows}, indent=2,
+                              sort_keys=True))
         return
     _print_table(rows)
 

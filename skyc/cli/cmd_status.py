@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from skyc.state import ClusterRecord, ClusterStatus, EventRecord, StateDB
 
 FORMATS = ("table", "json")
+# --format json: {"format_version", "clusters": [...]}; additions bump the minor.
+STATUS_JSON_VERSION = "1.0"
 
 
 Probe = Callable[["ClusterRecord"], "str | tuple[str, str]"]
@@ -197,7 +199,8 @@ def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False
             if verbose:
                 for row in rows:
                     row["events"] = [_event_dict(e) for e in db.events(row["name"])]
-            typer.echo(json.dumps(rows, indent=2, sort_keys=True))
+            typer.echo(json.dumps({"format_version": STATUS_JSON_VERSION, "clusters": rows},
+                                  indent=2, sort_keys=True))
         elif not rows:
             typer.echo("No clusters. Launch one with `skyc apply TASK.yaml`.")
         else:

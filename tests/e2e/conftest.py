@@ -83,7 +83,7 @@ class Skyc:
         import json
 
         result = self.ok("status", "--format", "json")
-        return [c["name"] for c in json.loads(result.stdout)]
+        return [c["name"] for c in json.loads(result.stdout)["clusters"]]
 
     def workspace(self, cluster: str) -> Path:
         return self.home / "clusters" / cluster

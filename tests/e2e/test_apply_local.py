@@ -246,7 +246,7 @@ run: |
             "still run there: job 2 (rs, RUNNING on worker1); nothing was changed") in err, err
     assert "--allow-reshape" in err and "skyc cancel rs 2" in err, err
     assert pid_alive(worker_pid)
-    [row] = json.loads(skyc.ok("status", "rs", "--format", "json").stdout)
+    [row] = json.loads(skyc.ok("status", "rs", "--format", "json").stdout)["clusters"]
     assert len(row["nodes"]) == 2 and row["status"] == "UP"
 
     done = skyc.ok("apply", "-c", "rs", "one.yaml", "--yes", "--allow-reshape")

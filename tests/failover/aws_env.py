@@ -66,7 +66,7 @@ class AwsHome:
     def status(self, *args: str) -> list[dict[str, Any]]:
         out = self.skyc("status", "--format", "json", *args)
         assert out.returncode == 0, out.stderr
-        rows: list[dict[str, Any]] = json.loads(out.stdout)
+        rows: list[dict[str, Any]] = json.loads(out.stdout)["clusters"]
         return rows
 
     def workspace(self, cluster: str) -> Path:

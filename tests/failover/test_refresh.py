@@ -29,7 +29,7 @@ def _skyc(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def _status(home: Path, *args: str) -> dict[str, Any]:
     out = _skyc(home, "status", "keep", "--format", "json", "-v", *args)
     assert out.returncode == 0, out.stderr
-    [row] = json.loads(out.stdout)
+    [row] = json.loads(out.stdout)["clusters"]
     assert isinstance(row, dict)
     return row
 

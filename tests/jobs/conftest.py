@@ -46,7 +46,7 @@ class _suppress:
 def queue(runner: Skyc) -> list[dict[str, Any]]:
     result = runner("jobs", "queue", "--format", "json")
     assert result.returncode == 0, str(result)
-    doc: list[dict[str, Any]] = json.loads(result.stdout)
+    doc: list[dict[str, Any]] = json.loads(result.stdout)["jobs"]
     return doc
 
 

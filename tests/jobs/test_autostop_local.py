@@ -59,7 +59,7 @@ def test_stop_without_down_is_refused_on_local_and_cancel_keeps_the_cluster(
     assert negative.returncode != 0 and "minutes" in negative.output
 
     skyc.ok("autostop", "keep", "-i", "30", "--down")
-    [row] = json.loads(skyc.ok("status", "--format", "json").stdout)
+    [row] = json.loads(skyc.ok("status", "--format", "json").stdout)["clusters"]
     assert row["autostop"] == {"idle_minutes": 30.0, "down": True, "wait_for": None}
     assert "UP (autostop 30m, down)" in skyc.ok("status").stdout
 
@@ -67,7 +67,7 @@ def test_stop_without_down_is_refused_on_local_and_cancel_keeps_the_cluster(
     skyc.ok("autostop", "keep", "--cancel")
     time.sleep(6)
     assert "keep" in skyc.clusters()
-    [row] = json.loads(skyc.ok("status", "--format", "json").stdout)
+    [row] = json.loads(skyc.ok("status", "--format", "json").stdout)["clusters"]
     assert row["autostop"] is None
     skyc.ok("destroy", "keep", "--yes")
 

@@ -4,6 +4,7 @@ simulated by SIGKILLing every process of a node (nothing is mocked)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -198,7 +199,7 @@ def test_bad_input_is_refused_before_anything_is_recorded(jobs: Skyc) -> None:
     assert "Traceback" not in bad.output
     missing = jobs("jobs", "logs", "9")
     assert missing.returncode != 0 and "no managed job 9" in missing.stderr
-    assert jobs.ok("jobs", "queue", "--format", "json").stdout.strip() == "[]"
+    assert json.loads(jobs.ok("jobs", "queue", "--format", "json").stdout)["jobs"] == []
 
 
 def test_cancel_during_a_long_setup_ends_it_and_tears_down(jobs: Skyc, tmp_path: Path) -> None:

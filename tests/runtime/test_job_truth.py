@@ -143,7 +143,7 @@ def test_status_queue_and_logs_share_the_job_id(local_cluster: ClusterInfo, skyc
     task = tmp_path / "t.yaml"
     task.write_text("name: ids\nrun: echo hi\n")
     assert skyc(skyc_home, "exec", "loc", str(task)).returncode == 0
-    status = json.loads(skyc(skyc_home, "status", "--format", "json").stdout)
+    status = json.loads(skyc(skyc_home, "status", "--format", "json").stdout)["clusters"]
     job_id = status[0]["last_job"]["id"]
     assert job_id == 1
     out = skyc(skyc_home, "logs", "loc", str(job_id))

@@ -35,10 +35,10 @@ def test_recorded_engine_is_used_and_kept(tmp_path: Path) -> None:
     up = _skyc(tmp_path, "apply", "t.yaml", "--yes")
     assert up.returncode == 0, up.stderr
     assert "(terraform)" in up.stdout + up.stderr
-    [row] = json.loads(_skyc(tmp_path, "status", "--format", "json").stdout)
+    [row] = json.loads(_skyc(tmp_path, "status", "--format", "json").stdout)["clusters"]
     assert row["engine"] == "terraform"
     refreshed = _skyc(tmp_path, "status", "--refresh", "--format", "json")
-    assert json.loads(refreshed.stdout)[0]["status"] == "UP", refreshed.stderr
+    assert json.loads(refreshed.stdout)["clusters"][0]["status"] == "UP", refreshed.stderr
     workspace = tmp_path / ".skyc" / "clusters" / "eng"
     assert (workspace / ".skyc-engine").read_text().strip() == "terraform"
     refused = _skyc(tmp_path, "apply", "t.yaml", "--yes", "--engine", "pulumi")
@@ -47,7 +47,7 @@ def test_recorded_engine_is_used_and_kept(tmp_path: Path) -> None:
     down = _skyc(tmp_path, "destroy", "eng", "--yes")
     assert down.returncode == 0, down.stderr
     assert not (workspace / "nodes").exists()
-    assert json.loads(_skyc(tmp_path, "status", "--format", "json").stdout) == []
+    assert json.loads(_skyc(tmp_path, "status", "--format", "json").stdout)["clusters"] == []
 
 
 def test_a_provisioned_cluster_keeps_its_engine(

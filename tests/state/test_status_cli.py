@@ -50,7 +50,8 @@ def test_empty_state_is_friendly(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "No clusters" in out.stdout
     json_out = _skyc(tmp_path, "status", "--format", "json")
-    assert json_out.returncode == 0 and json.loads(json_out.stdout) == []
+    assert json_out.returncode == 0
+    assert json.loads(json_out.stdout) == {"format_version": "1.0", "clusters": []}
 
 
 def test_unknown_cluster_is_an_error(tmp_path: Path) -> None:
@@ -93,7 +94,7 @@ def test_json_output(tmp_path: Path) -> None:
     _seed(tmp_path)
     out = _skyc(tmp_path, "status", "train", "--format", "json", "-v")
     assert out.returncode == 0, out.stderr
-    (row,) = json.loads(out.stdout)
+    (row,) = json.loads(out.stdout)["clusters"]
     assert row["name"] == "train" and row["status"] == "UP"
     assert row["infra"] == "aws/us-east-1/us-east-1b"
     assert [n["ip"] for n in row["nodes"]] == ["10.0.0.1", "10.0.0.2"]
@@ -194,7 +195,7 @@ def _local_placement(home: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def _refreshed(home: Path, name: str) -> dict[str, Any]:
     out = _skyc(home, "status", name, "--refresh", "--format", "json", "-v")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
-    (row,) = json.loads(out.stdout)
+    (row,) = json.loads(out.stdout)["clusters"]
     assert isinstance(row, dict)
     return row
 
@@ -251,4 +252,4 @@ def test_refresh_of_a_cluster_whose_nodes_were_all_removed_is_init(tmp_path: Pat
     assert "every node directory is gone: head, worker1" in row["events"][-1]["message"]
     assert row["last_job"]["status"] == "SUCCEEDED"  # history is kept
     assert _skyc(home, "destroy", "k", "--yes").returncode == 0
-    assert _skyc(home, "status", "--format", "json").stdout.strip() == "[]"
+    assert json.loads(_skyc(home, "status", "--format", "json").stdout)["clusters"] == []
