@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -110,6 +111,9 @@ def test_a_follow_ends_when_the_jobs_files_vanish(local_cluster: ClusterInfo,
         proc.wait(timeout=20)
     finally:
         proc.kill()
+        for pid in marks_of(local_cluster):  # the job itself outlives its files here
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
     assert proc.returncode != 0
 
 
