@@ -15,11 +15,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from skyc.catalog.offer import Offer
 from skyc.config import SkycConfig
 from skyc.errors import ConfigError, EngineError, ProvisionError, UnsupportedFeature
 from skyc.nodes import Node
@@ -27,6 +26,9 @@ from skyc.optimizer.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.model import Stack
 from skyc.task.candidate import ResourceCandidate
+
+if TYPE_CHECKING:  # the catalog is not loaded for a target record
+    from skyc.catalog.offer import Offer
 
 CLUSTER_LABEL = "skyc-cluster"
 
