@@ -59,7 +59,7 @@ def stop_cmd(
     Jobs on it are ended first."""
     from skyc.cli.output import print_line
     from skyc.cli.report import ConsoleReporter
-    from skyc.launch import stop_cluster
+    from skyc.power import stop_cluster
 
     if stop_cluster(cluster, ConsoleReporter(), lock_timeout):
         print_line(f"cluster {cluster}: STOPPED (disks kept); start it with: skyc start "
@@ -77,7 +77,7 @@ def start_cmd(
     """Start a stopped cluster: its stack re-applied with the nodes running."""
     from skyc.cli.output import print_line
     from skyc.cli.report import ConsoleReporter
-    from skyc.launch import start_cluster
+    from skyc.power import start_cluster
 
     info = start_cluster(cluster, ConsoleReporter(), lock_timeout)
     if info is None:

@@ -12,8 +12,8 @@ import pytest
 
 from skyc.config import SkycConfig
 from skyc.errors import UnsupportedFeature
-from skyc.launch import start_cluster, stop_cluster, stop_refusal
 from skyc.optimizer.plan import Placement
+from skyc.power import start_cluster, stop_cluster, stop_refusal
 from skyc.provision import plan_changes, provision, teardown
 from skyc.state import StateDB
 from skyc.task.candidate import ResourceCandidate
