@@ -58,6 +58,17 @@ class PulumiConfig(_Model):
     backend_url: str | None = None    # file://, s3://, gs://, azblob://, https://api.pulumi.com
 
 
+class JobsControllerConfig(_Model):
+    """Where managed jobs' controller runs: a cluster skyc provisions (skyc.jobs.remote)."""
+
+    infra: str = Field(min_length=1)          # as a task's resources.infra: local, ssh/lab, aws
+    resources: dict[str, Any] = Field(default_factory=dict)  # a task's resources keys
+
+
+class JobsConfig(_Model):
+    controller: JobsControllerConfig | None = None  # None: on this machine
+
+
 _SECRET_KEY = re.compile(r"secret|password|token|access_key|credential|sas|client_secret", re.I)
 
 
@@ -95,6 +106,7 @@ class SkycConfig(_Model):
     kubernetes: KubernetesConfig = Field(default_factory=lambda: KubernetesConfig())
     azure: AzureConfig = Field(default_factory=lambda: AzureConfig())
     gcp: GcpConfig = Field(default_factory=lambda: GcpConfig())
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
 
 
 def skyc_home() -> Path:
