@@ -10,15 +10,16 @@ from skyc.cli import params
 
 
 def autostop_cmd(
-    cluster: str = typer.Argument(..., help="Name of a running cluster."),
+    cluster: str = typer.Argument(..., metavar="CLUSTER", help="Name of a running cluster."),
     idle_minutes: float | None = typer.Option(
-        None, "-i", "--idle-minutes", parser=params.IDLE_MINUTES,
+        None, "-i", "--idle-minutes", metavar="MINUTES", parser=params.IDLE_MINUTES,
         help="Idle minutes (no job running or queued, no SSH session) before it acts."),
     down: bool = typer.Option(False, "--down", help="Tear the cluster down instead of "
                               "stopping it."),
     cancel: bool = typer.Option(False, "--cancel", help="Turn autostop off."),
     wait_for: str | None = typer.Option(
-        None, "--wait-for", help="jobs_and_ssh (default), jobs, or none (a hard limit)."),
+        None, "--wait-for", metavar="jobs_and_ssh|jobs|none",
+        help="jobs_and_ssh (default), jobs, or none (a hard limit)."),
 ) -> None:
     """Set (or cancel) autostop: the node agent on the head watches for idleness and
     acts from there, so it works with this machine off (see the README per target)."""
@@ -49,9 +50,9 @@ def autostop_cmd(
 
 
 def stop_cmd(
-    cluster: str = typer.Argument(..., help="Name of a running cluster."),
+    cluster: str = typer.Argument(..., metavar="CLUSTER", help="Name of a running cluster."),
     lock_timeout: float = typer.Option(
-        600.0, "--lock-timeout", parser=params.LOCK_TIMEOUT,
+        600.0, "--lock-timeout", metavar="SECONDS", parser=params.LOCK_TIMEOUT,
         help="Seconds to wait for another skyc on this cluster (0: do not wait)."),
 ) -> None:
     """Stop the cluster's nodes, keeping their disks: the same stack, re-applied with
@@ -69,9 +70,9 @@ def stop_cmd(
 
 
 def start_cmd(
-    cluster: str = typer.Argument(..., help="Name of a stopped cluster."),
+    cluster: str = typer.Argument(..., metavar="CLUSTER", help="Name of a stopped cluster."),
     lock_timeout: float = typer.Option(
-        600.0, "--lock-timeout", parser=params.LOCK_TIMEOUT,
+        600.0, "--lock-timeout", metavar="SECONDS", parser=params.LOCK_TIMEOUT,
         help="Seconds to wait for another skyc on this cluster (0: do not wait)."),
 ) -> None:
     """Start a stopped cluster: its stack re-applied with the nodes running."""

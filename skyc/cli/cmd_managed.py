@@ -27,12 +27,15 @@ def _write(data: bytes) -> None:
 
 @jobs_app.command("launch")
 def launch_cmd(
-    task_file: Path = typer.Argument(..., help="Task YAML (several documents: a pipeline)."),
-    name: str | None = typer.Option(None, "--name", "-n", help="The job's name."),
+    task_file: Path = typer.Argument(..., metavar="TASK",
+                                     help="Task YAML (several documents: a pipeline)."),
+    name: str | None = typer.Option(None, "--name", "-n", metavar="NAME", help="The job's name."),
     yes: bool = typer.Option(False, "-y", "--yes", help="Launch without asking."),
     detach: bool = typer.Option(False, "-d", "--detach", help="Return once it is submitted."),
-    env: list[str] = typer.Option([], "--env", help="KEY=VAL (or KEY, from this environment)."),
-    secret: list[str] = typer.Option([], "--secret", help="KEY=VAL, or KEY from this environment."),
+    env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
+                                  help="KEY=VAL (or KEY, from this environment)."),
+    secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
+                                     help="KEY=VAL, or KEY from this environment."),
 ) -> None:
     """Hand a task to a managed-job controller; without -d, follow its logs to the end."""
     from skyc.cli.output import err_console, print_warning
@@ -72,7 +75,7 @@ def _follow_to_end(job_id: int) -> None:
 
 @jobs_app.command("queue")
 def queue_cmd(
-    fmt: str = typer.Option("table", "--format", help="table or json."),
+    fmt: str = typer.Option("table", "--format", metavar="table|json", help="table or json."),
 ) -> None:
     """Managed jobs: status, recoveries, restarts, cost so far, and (json) the trail."""
     from skyc.errors import ConfigError
@@ -128,7 +131,8 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
 
 @jobs_app.command("logs")
 def logs_cmd(
-    job_id: int = typer.Argument(..., parser=params.JOB_ID, help="Managed job id."),
+    job_id: int = typer.Argument(..., metavar="JOB_ID", parser=params.JOB_ID,
+                                 help="Managed job id."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Until the job ends."),
     controller: bool = typer.Option(False, "--controller", help="The controller's log."),
 ) -> None:
@@ -145,7 +149,7 @@ def logs_cmd(
 
 @jobs_app.command("cancel")
 def cancel_cmd(
-    job_ids: list[int] = typer.Argument(None, help="Managed job ids."),
+    job_ids: list[int] = typer.Argument(None, metavar="JOB_ID", help="Managed job ids."),
     all_jobs: bool = typer.Option(False, "--all", "-a", help="Every unfinished job."),
 ) -> None:
     """Cancel managed jobs: the run is stopped and the cluster torn down."""
@@ -171,7 +175,8 @@ def cancel_cmd(
 
 @jobs_app.command("controller")
 def controller_cmd(
-    job_id: int = typer.Argument(..., parser=params.JOB_ID, help="Managed job id."),
+    job_id: int = typer.Argument(..., metavar="JOB_ID", parser=params.JOB_ID,
+                                 help="Managed job id."),
 ) -> None:
     """Supervise one managed job to its end (started by `skyc jobs launch`; run it again
     to resume a job whose controller died). Secrets come as JSON on stdin."""

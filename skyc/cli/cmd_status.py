@@ -222,11 +222,11 @@ def _refresh(db: StateDB, record: ClusterRecord) -> ClusterRecord:
 def register(app: typer.Typer) -> None:
     @app.command("status")
     def status(
-        name: str | None = typer.Argument(None, help="Show only this cluster."),
+        name: str | None = typer.Argument(None, metavar="CLUSTER", help="Show only this cluster."),
         verbose: bool = typer.Option(
             False, "--verbose", "-v", help="Also show each cluster's event trail."
         ),
-        fmt: str = typer.Option("table", "--format", help="table or json."),
+        fmt: str = typer.Option("table", "--format", metavar="table|json", help="table or json."),
         refresh: bool = typer.Option(
             False, "--refresh", "-r",
             help="Reconcile with the engine's state and the nodes first (reads the cloud).",
