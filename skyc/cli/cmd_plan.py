@@ -225,7 +225,7 @@ def _check_node_limits(plan: Plan) -> None:
 
 def plan_cmd(
     task_paths: list[Path] = typer.Argument(
-        ..., metavar="TASK...",
+        ..., metavar="TASK",
         help="Task YAML (one task or a pipeline); several, or a directory of them, make "
         "one plan of independent tasks."),
     infra: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP),
@@ -444,7 +444,7 @@ catalog_app = typer.Typer(help="Price catalogs.", no_args_is_help=True)
 @catalog_app.command("update")
 def catalog_update(
     source: str | None = typer.Option(
-        None, "--from",
+        None, "--from", metavar="DIR|URL",
         help="Directory or URL in SkyPilot's layout (<cloud>/vms.csv), e.g. "
              "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs/v8",
     ),
