@@ -29,6 +29,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+# The targets' own sections: pydantic models in light modules (a target folder's
+# package imports nothing heavy until its record or lowering is asked for).
+from skyc.compiler.azure.config import AzureConfig
+from skyc.compiler.gcp.config import GcpConfig
+from skyc.compiler.kubernetes.config import KubernetesConfig
 from skyc.errors import ConfigError
 
 
@@ -103,9 +108,9 @@ class SkycConfig(_Model):
         if isinstance(self.engine, dict):
             return self.engine.get(target), self.engine.get("default")
         return None, self.engine
-    kubernetes: KubernetesConfig = Field(default_factory=lambda: KubernetesConfig())
-    azure: AzureConfig = Field(default_factory=lambda: AzureConfig())
-    gcp: GcpConfig = Field(default_factory=lambda: GcpConfig())
+    kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
+    azure: AzureConfig = Field(default_factory=AzureConfig)
+    gcp: GcpConfig = Field(default_factory=GcpConfig)
     jobs: JobsConfig = Field(default_factory=JobsConfig)
 
 
@@ -139,10 +144,3 @@ def load_config(path: Path | None = None) -> SkycConfig:
             f"{path}: {problems}", hint="see the config format in skyc/config.py"
         ) from None
 
-
-# Last: importing the compiler package imports this module back.
-from skyc.compiler.azure.config import AzureConfig  # noqa: E402
-from skyc.compiler.gcp.config import GcpConfig  # noqa: E402
-from skyc.compiler.kubernetes.config import KubernetesConfig  # noqa: E402
-
-SkycConfig.model_rebuild()

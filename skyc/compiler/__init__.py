@@ -11,30 +11,31 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-# The config module first: it imports the target folders' config sections, and those
-# folders import skyc.compiler.base, which imports the config back.
-import skyc.config  # noqa: F401
-from skyc.compiler.base import (
-    BuildRequest,
-    Capabilities,
-    CredentialCheck,
-    CredentialsModule,
-    Errors,
-    Lowering,
-    Outputs,
-    OwnOffers,
-    Target,
-    check_supported,
-)
-from skyc.config import SkycConfig
-from skyc.errors import ProvisionError, UnsupportedFeature
-from skyc.nodes import Node
-from skyc.optimizer.plan import Placement
-from skyc.stacks.diagnostics import Diagnostic
-from skyc.stacks.model import Stack
-from skyc.task.candidate import ResourceCandidate
+from skyc.errors import UnsupportedFeature
+
+# Light on purpose: the config module imports the target folders' config sections,
+# which imports this package; the base module (and through it the optimizer's and
+# the stacks' models) loads when a target's record or modules are first asked for.
+if TYPE_CHECKING:
+    from skyc.compiler.base import (
+        Capabilities,
+        CredentialCheck,
+        CredentialsModule,
+        Errors,
+        Lowering,
+        Outputs,
+        OwnOffers,
+        Target,
+    )
+    from skyc.config import SkycConfig
+    from skyc.errors import ProvisionError
+    from skyc.nodes import Node
+    from skyc.optimizer.plan import Placement
+    from skyc.stacks.diagnostics import Diagnostic
+    from skyc.stacks.model import Stack
+    from skyc.task.candidate import ResourceCandidate
 
 # Registered targets; each is the folder skyc/compiler/<name>/.
 TARGETS = ("aws", "azure", "gcp", "kubernetes", "local", "ssh")
@@ -49,7 +50,7 @@ def target(name: str) -> Target:
             f"infra: skyc cannot provision on {name!r} yet (supported: {', '.join(TARGETS)})"
         )
     record = importlib.import_module(f"skyc.compiler.{name}").TARGET
-    return cast(Target, record)
+    return cast("Target", record)
 
 
 def _part(name: str, module: str) -> Any:
@@ -58,7 +59,7 @@ def _part(name: str, module: str) -> Any:
 
 
 def lowering(name: str) -> Lowering:
-    return cast(Lowering, _part(name, "lowering"))
+    return cast("Lowering", _part(name, "lowering"))
 
 
 def capabilities(cloud: str) -> Capabilities:
@@ -98,6 +99,7 @@ def build_stack(
     workspace: Path,
 ) -> Stack:
     """The cluster's stack. Pure: reads nothing and writes nothing on disk."""
+    from skyc.compiler.base import BuildRequest, check_supported
     from skyc.stacks.workspace import check_cluster_name
 
     check_cluster_name(cluster)
@@ -121,7 +123,7 @@ def nodes_from_outputs(
     workspace: Path,
 ) -> list[Node]:
     """The cluster's nodes from the engine's outputs."""
-    module = cast(Outputs, _part(cloud, "outputs"))
+    module = cast("Outputs", _part(cloud, "outputs"))
     return module.nodes(cluster, outputs, config=config, workspace=workspace)
 
 
@@ -129,7 +131,7 @@ def classify_error(
     cloud: str, diagnostics: Sequence[Diagnostic], *, placement: Placement | None = None
 ) -> ProvisionError | None:
     """A ProvisionError for the first diagnostic the target recognizes, else None."""
-    return cast(Errors, _part(cloud, "errors")).classify(diagnostics, placement)
+    return cast("Errors", _part(cloud, "errors")).classify(diagnostics, placement)
 
 
 def own_offers(name: str) -> OwnOffers | None:
@@ -141,7 +143,7 @@ def own_offers(name: str) -> OwnOffers | None:
     module = f"skyc.compiler.{name}.offers"
     if importlib.util.find_spec(module) is None:
         return None
-    return cast(OwnOffers, importlib.import_module(module))
+    return cast("OwnOffers", importlib.import_module(module))
 
 
 def credentials(
@@ -149,8 +151,18 @@ def credentials(
 ) -> CredentialCheck:
     """Whether the target's credentials are present (cheap local checks only); the
     config gives a target its own section (a project, a subscription)."""
-    module = cast(CredentialsModule, _part(cloud, "credentials"))
+    module = cast("CredentialsModule", _part(cloud, "credentials"))
     return module.credentials(env, home, config)
+
+
+def __getattr__(name: str) -> Any:
+    """``Capabilities`` and ``Target``, the records' types, from the base module on
+    first use (importing it here would load the optimizer's and stacks' models)."""
+    if name in ("Capabilities", "Target"):
+        from skyc.compiler import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

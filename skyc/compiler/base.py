@@ -21,14 +21,14 @@ from pydantic import BaseModel, ConfigDict
 
 from skyc.config import SkycConfig
 from skyc.errors import ConfigError, EngineError, ProvisionError, UnsupportedFeature
-from skyc.nodes import Node
 from skyc.optimizer.plan import Placement
-from skyc.stacks.diagnostics import Diagnostic
-from skyc.stacks.model import Stack
 from skyc.task.candidate import ResourceCandidate
 
-if TYPE_CHECKING:  # the catalog is not loaded for a target record
+if TYPE_CHECKING:  # neither the catalog nor the stacks are loaded for a target record
     from skyc.catalog.offer import Offer
+    from skyc.nodes import Node
+    from skyc.stacks.diagnostics import Diagnostic
+    from skyc.stacks.model import Stack
 
 CLUSTER_LABEL = "skyc-cluster"
 

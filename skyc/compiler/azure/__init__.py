@@ -8,20 +8,33 @@ the target is Pulumi-only, and ``--engine terraform`` is refused.
 
 from __future__ import annotations
 
-from skyc.compiler.base import Capabilities, Target
+from typing import Any
 
-TARGET = Target(
-    name="azure",
-    engines=("pulumi",),
-    capabilities=Capabilities(
-        cloud="azure",
-        spot=True,
-        multi_node=True,
-        placement_groups=True,
-        open_ports=True,
-        stop_start=True,
-        custom_images=True,
-        needs_providers=True,
-        max_nodes=200,  # an availability set (one InfiniBand fabric) holds at most 200 VMs
-    ),
-)
+
+def _record() -> Any:
+    from skyc.compiler.base import Capabilities, Target
+
+    return Target(
+        name="azure",
+        engines=("pulumi",),
+        capabilities=Capabilities(
+            cloud="azure",
+            spot=True,
+            multi_node=True,
+            placement_groups=True,
+            open_ports=True,
+            stop_start=True,
+            custom_images=True,
+            needs_providers=True,
+            max_nodes=200,  # an availability set (one InfiniBand fabric) holds at most 200 VMs
+        ),
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``TARGET``, made on first use: the config module imports this package's
+    ``config``, and the compiler's base module loads only when a record is asked for."""
+    if name == "TARGET":
+        globals()["TARGET"] = record = _record()
+        return record
+    raise AttributeError(name)

@@ -6,20 +6,33 @@ JSON against, so ``--engine terraform`` is refused for gcp, naming ``--engine pu
 
 from __future__ import annotations
 
-from skyc.compiler.base import Capabilities, Target
+from typing import Any
 
-TARGET = Target(
-    name="gcp",
-    engines=("pulumi",),
-    capabilities=Capabilities(
-        cloud="gcp",
-        spot=True,
-        multi_node=True,
-        placement_groups=True,   # compact placement policies, where the family has them
-        open_ports=True,
-        stop_start=True,         # VMs; TPU VMs are created and deleted only
-        custom_images=True,
-        needs_providers=True,    # the engine fetches the gcp provider plugin
-        max_nodes=512,
-    ),
-)
+
+def _record() -> Any:
+    from skyc.compiler.base import Capabilities, Target
+
+    return Target(
+        name="gcp",
+        engines=("pulumi",),
+        capabilities=Capabilities(
+            cloud="gcp",
+            spot=True,
+            multi_node=True,
+            placement_groups=True,   # compact placement policies, where the family has them
+            open_ports=True,
+            stop_start=True,         # VMs; TPU VMs are created and deleted only
+            custom_images=True,
+            needs_providers=True,    # the engine fetches the gcp provider plugin
+            max_nodes=512,
+        ),
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``TARGET``, made on first use: the config module imports this package's
+    ``config``, and the compiler's base module loads only when a record is asked for."""
+    if name == "TARGET":
+        globals()["TARGET"] = record = _record()
+        return record
+    raise AttributeError(name)
