@@ -36,14 +36,22 @@ def launch_cmd(
                                   help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
                                      help="KEY=VAL, or KEY from this environment."),
+    values_stdin: bool = typer.Option(False, "--values-stdin", hidden=True,
+                                      help="envs and secrets as JSON on stdin (forwarded)."),
 ) -> None:
     """Hand a task to a managed-job controller; without -d, follow its logs to the end."""
     from skyc.cli.output import err_console, print_warning
     from skyc.errors import ConfigError
     from skyc.jobs import launch
+    from skyc.jobs.remote import configured, read_values
     from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
 
     envs, secrets = parse_env_flags(env), parse_secret_flags(secret)
+    if values_stdin:  # a launch forwarded to this machine, the jobs controller cluster
+        given = read_values(sys.stdin.read())
+        envs.update(given["envs"])
+        secrets.update(given["secrets"])
+    remote = None if values_stdin else configured()
     checked = load_tasks(task_file, env=envs, secrets=secrets, require_values=True)
     for warning in checked.warnings:
         print_warning(warning.render())
@@ -53,13 +61,31 @@ def launch_cmd(
                               hint="pass --yes to launch non-interactively")
         if not typer.confirm(f"Launch a managed job of {task_file}?", default=False, err=True):
             raise typer.Exit(1)
-    job_id = launch(task_file, name=name, envs=envs, secrets=secrets)
+    if remote is not None:
+        from skyc.cli.report import ConsoleReporter
+
+        job_id = remote.launch(task_file, name=name, envs=envs, secrets=secrets,
+                               reporter=ConsoleReporter())
+    else:
+        job_id = launch(task_file, name=name, envs=envs, secrets=secrets)
     err_console.print(f"managed job {job_id} submitted; follow it with: skyc jobs logs "
                       f"{job_id} --follow", highlight=False, markup=False)
     if detach:
         typer.echo(str(job_id))
         return
+    if remote is not None:
+        _forwarded(remote, ["jobs", "logs", str(job_id), "--follow"])
+        return
     _follow_to_end(job_id)
+
+
+def _forwarded(remote: Any, args: list[str]) -> None:
+    """``skyc ARGS`` run on the jobs controller cluster: its output and exit code."""
+    res = remote.stream(args, _write)
+    sys.stderr.buffer.write(res.stderr)
+    sys.stderr.flush()
+    if res.exit_code != 0:
+        raise typer.Exit(res.exit_code)
 
 
 def _follow_to_end(job_id: int) -> None:
@@ -83,11 +109,17 @@ def queue_cmd(
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"--format {fmt}: expected 'table' or 'json'")
-    store = ManagedJobStore()
-    try:
-        rows = [_job_doc(store, job) for job in store.all_jobs()]
-    finally:
-        store.close()
+    from skyc.jobs.remote import configured
+
+    remote = configured()
+    if remote is not None:  # the jobs controller cluster's queue
+        rows = remote.queue()
+    else:
+        store = ManagedJobStore()
+        try:
+            rows = [_job_doc(store, job) for job in store.all_jobs()]
+        finally:
+            store.close()
     if fmt == "json":  # format_version: additions bump the minor
         typer.echo(json.dumps({"format_version": "1.0", "jobs": rows}, indent=2,
                               sort_keys=True))
@@ -137,8 +169,14 @@ def logs_cmd(
     controller: bool = typer.Option(False, "--controller", help="The controller's log."),
 ) -> None:
     """A managed job's output (every run, recoveries included), or its controller's log."""
+    from skyc.jobs.remote import configured
     from skyc.jobs.submit import follow_controller_log, stream_logs
 
+    remote = configured()
+    if remote is not None:
+        _forwarded(remote, ["jobs", "logs", str(job_id), *(["--follow"] if follow else []),
+                            *(["--controller"] if controller else [])])
+        return
     if controller:
         follow_controller_log(job_id, follow, _write)
         return
@@ -163,6 +201,13 @@ def cancel_cmd(
     for job_id in job_ids or []:
         if job_id < 1:
             raise ConfigError(f"job id {job_id}: expected 1 or more")
+    from skyc.jobs.remote import configured
+
+    remote = configured()
+    if remote is not None:
+        _forwarded(remote, ["jobs", "cancel", *(str(i) for i in job_ids or []),
+                            *(["--all"] if all_jobs else [])])
+        return
     if all_jobs:
         store = ManagedJobStore()
         try:
@@ -191,6 +236,24 @@ def controller_cmd(
         status = supervise(job_id, given["secrets"], log, given["envs"])
     if status != "SUCCEEDED":
         raise typer.Exit(1)
+
+
+@jobs_app.command("controller-up")
+def controller_up_cmd() -> None:
+    """Bring up the jobs controller cluster (config jobs.controller): its stack is applied
+    again and skyc reinstalled there (a controller that does not answer comes back)."""
+    from skyc.cli.output import print_line
+    from skyc.cli.report import ConsoleReporter
+    from skyc.errors import ConfigError
+    from skyc.jobs.remote import configured
+
+    remote = configured()
+    if remote is None:
+        raise ConfigError("the config has no jobs.controller section: managed jobs' "
+                          "controllers run on this machine",
+                          hint="add jobs: {controller: {infra: ...}} to $SKYC_HOME/config.yaml")
+    remote.up(ConsoleReporter(), reapply=True)
+    print_line(remote.name)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,242 @@
+"""``skyc jobs ...`` forwarded to the controller cluster (config ``jobs.controller``).
+
+Each command runs ``skyc jobs <cmd>`` on the controller's head node, over the same
+transport the node agent uses (SSH, or a local process), with the controller's own
+SKYC_HOME there (skyc.jobs.controller_cluster). A launch ships the task files there
+first, secret values taken out; the values (secrets, and every --env) travel on the
+command's stdin as JSON and are never written on either side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from skyc.errors import ConfigError, SkycError, TransportError, UnsupportedFeature
+from skyc.jobs.controller_cluster import (
+    ROOT,
+    bring_up,
+    controller_cluster_name,
+    controller_config,
+    head_transport,
+    python_for,
+    recorded_info,
+    run_sync,
+    skyc_command,
+)
+
+if TYPE_CHECKING:
+    from skyc.config import JobsControllerConfig, SkycConfig
+    from skyc.launch import LaunchReporter
+    from skyc.nodes import ClusterInfo
+    from skyc.runtime.transport import CommandResult
+    from skyc.task import Task
+
+
+class ControllerUnreachable(SkycError):
+    """The controller cluster is recorded but does not answer."""
+
+
+def configured(config: SkycConfig | None = None) -> RemoteController | None:
+    """The controller cluster the config names; None: controllers run on this machine."""
+    from skyc.config import load_config
+
+    settings = (config or load_config()).jobs.controller
+    return None if settings is None else RemoteController(settings)
+
+
+def read_values(text: str) -> dict[str, dict[str, str]]:
+    """A forwarded launch's stdin: ``{"envs": {NAME: value}, "secrets": {NAME: value}}``."""
+    try:
+        doc = json.loads(text or "{}")
+        parts = {key: doc.get(key) or {} for key in ("envs", "secrets")}
+        if not all(isinstance(v, dict) for v in parts.values()):
+            raise ValueError
+    except (ValueError, AttributeError):
+        raise ConfigError("--values-stdin: expected JSON {\"envs\": {...}, \"secrets\": "
+                          "{...}} on stdin") from None
+    return {key: {str(k): str(v) for k, v in part.items()} for key, part in parts.items()}
+
+
+@dataclass
+class RemoteController:
+    settings: JobsControllerConfig
+
+    @property
+    def name(self) -> str:
+        return controller_cluster_name()
+
+    def _unreachable(self, detail: str) -> ControllerUnreachable:
+        return ControllerUnreachable(
+            f"the jobs controller cluster {self.name} is not reachable: {detail}",
+            hint=f"see it with `skyc status {self.name}`; bring it back with "
+            "`skyc jobs controller-up` (it re-applies the controller's stack and "
+            "reinstalls skyc there; the jobs' state lives on its disk)")
+
+    def info(self) -> ClusterInfo:
+        info = recorded_info(self.name)
+        if info is None:
+            raise self._unreachable("it is not up")
+        return info
+
+    def up(self, reporter: LaunchReporter, *, reapply: bool = False) -> ClusterInfo:
+        return bring_up(self.settings, reporter, reapply=reapply)
+
+    def run(self, args: Sequence[str], *, stdin: bytes | None = None,
+            on_stdout: Callable[[bytes], None] | None = None,
+            info: ClusterInfo | None = None) -> CommandResult:
+        """``skyc ARGS`` on the controller; its exit code, stdout (unless streamed) and
+        stderr."""
+        info = info or self.info()
+        return run_sync(self._run(info, list(args), stdin, on_stdout))
+
+    async def _run(self, info: ClusterInfo, args: list[str], stdin: bytes | None,
+                   on_stdout: Callable[[bytes], None] | None) -> CommandResult:
+        transport = head_transport(info)
+        try:
+            try:
+                await transport.connect(10)
+            except TransportError as exc:
+                raise self._unreachable(exc.message) from None
+            command = skyc_command(python_for(transport.node), args, os.environ)
+            try:
+                res = await transport.run(command, stdin=stdin, on_stdout=on_stdout)
+            except TransportError as exc:
+                raise self._unreachable(exc.message) from None
+        finally:
+            await transport.close()
+        if res.exit_code in (126, 127):
+            raise self._unreachable("skyc does not run there (exit "
+                                    f"{res.exit_code}): {_tail(res.stderr)}")
+        return res
+
+    def _checked(self, args: Sequence[str], **kw: Any) -> CommandResult:
+        res = self.run(args, **kw)
+        if res.exit_code != 0:
+            raise SkycError(f"jobs controller cluster {self.name}: `skyc "
+                            f"{' '.join(args[:2])}` failed: {_tail(res.stderr)}")
+        return res
+
+    # -- the commands ------------------------------------------------------------
+
+    def launch(self, task_path: Path, *, name: str | None, envs: Mapping[str, str],
+               secrets: Mapping[str, str | None], reporter: LaunchReporter) -> int:
+        """Submit the job to the controller cluster (brought up first); its id there."""
+        from skyc.config import load_config
+        from skyc.task import load_tasks
+
+        loaded = load_tasks(task_path, env=dict(envs), secrets=dict(secrets),
+                            require_values=True).tasks
+        for task in loaded:
+            self._refuse_local_paths(task)
+        config = load_config()
+        info = self.up(reporter)
+        self._refuse_without_credentials(loaded, config, info)
+        remote_task = self._ship(info, task_path, config)
+        values: dict[str, dict[str, str]] = {"envs": dict(envs), "secrets": {}}
+        for task in loaded:
+            values["secrets"].update(task.secret_values())
+        args = ["jobs", "launch", remote_task, "-y", "-d", "--values-stdin"]
+        if name:
+            args += ["--name", name]
+        reporter.stage("jobs controller", f"submitting to cluster {self.name}")
+        res = self._checked(args, stdin=json.dumps(values).encode(), info=info)
+        try:
+            return int(res.stdout.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise SkycError(f"jobs controller cluster {self.name}: the launch answered no "
+                            f"job id: {_tail(res.stdout + res.stderr)}") from None
+
+    def _refuse_local_paths(self, task: Task) -> None:
+        label = f"task '{task.name}'" if task.name else "the task"
+        for what, given in (("workdir", task.workdir), ("file_mounts", task.file_mounts)):
+            if given:
+                raise UnsupportedFeature(
+                    f"{label}: {what}: a managed job on the jobs controller cluster "
+                    f"{self.name} cannot take files of this machine yet",
+                    hint="fetch the code in setup (e.g. git clone), or remove "
+                    "jobs.controller from the config to run the controller here")
+
+    def _refuse_without_credentials(self, tasks: Sequence[Task], config: SkycConfig,
+                                    info: ClusterInfo) -> None:
+        """A job planned onto infra the controller has no credentials for is refused
+        now, not when its controller applies."""
+        from skyc.launch import LaunchOptions, make_plan
+
+        wanted = {tp.placement.cloud: tp.placement.infra
+                  for tp in make_plan(list(tasks), LaunchOptions(), config=config).tasks}
+        res = self._checked(["check", "--format", "json"], info=info)
+        there = {str(e["name"]).split("/")[0]: e for e in json.loads(res.stdout)["infra"]}
+        for cloud, infra in sorted(wanted.items()):
+            entry = there.get(cloud)
+            if entry is None or entry.get("enabled"):
+                continue
+            detail = "; ".join(entry.get("details") or [entry.get("reason", "")])
+            raise UnsupportedFeature(
+                f"the job is placed on {infra}, but the jobs controller cluster "
+                f"{self.name} cannot provision {cloud}: {detail}",
+                hint="give the controller's node a way to get credentials (see "
+                "'Controller cluster' in the README: e.g. an instance role), place the "
+                "job on infra it can reach (resources.infra), or remove jobs.controller from "
+                "the config to run the controller here")
+
+    def _ship(self, info: ClusterInfo, task_path: Path, config: SkycConfig) -> str:
+        """Write the controller's config and the task file (secret values taken out)
+        on the controller; the task file's path there, relative to its work dir."""
+        import yaml
+
+        from skyc.task.reading import read_text
+
+        docs = list(yaml.safe_load_all(read_text(task_path, str(task_path))))
+        for doc in docs:
+            if isinstance(doc, dict) and isinstance(doc.get("secrets"), dict):
+                doc["secrets"] = {k: None for k in doc["secrets"]}
+        text = yaml.safe_dump_all(docs, sort_keys=False).encode()
+        digest = hashlib.sha256(text).hexdigest()[:16]
+        rel = f"../tasks/{digest}/{task_path.name}"
+        run_sync(self._upload(info, [
+            (controller_config(config), f"{ROOT}/home/config.yaml"),
+            (text, f"{ROOT}/tasks/{digest}/{task_path.name}"),
+        ]))
+        return rel
+
+    async def _upload(self, info: ClusterInfo, files: list[tuple[bytes, str]]) -> None:
+        from skyc.runtime.transport import upload_bytes
+
+        transport = head_transport(info)
+        try:
+            try:
+                await transport.connect(10)
+            except TransportError as exc:
+                raise self._unreachable(exc.message) from None
+            for data, path in files:
+                await upload_bytes(transport, data, path.replace(ROOT, "~/.skyc-controller"),
+                                   0o600)
+        finally:
+            await transport.close()
+
+    def queue(self) -> list[dict[str, Any]]:
+        """The controller's jobs, as ``skyc jobs queue --format json`` lists them there
+        (none while the controller cluster has never been up)."""
+        if recorded_info(self.name) is None:
+            from skyc.state import StateDB
+
+            with StateDB() as db:
+                if db.get_cluster(self.name) is None:
+                    return []
+        res = self._checked(["jobs", "queue", "--format", "json"])
+        rows: list[dict[str, Any]] = json.loads(res.stdout)["jobs"]
+        return rows
+
+    def stream(self, args: Sequence[str], on_output: Callable[[bytes], None]) -> CommandResult:
+        """``skyc ARGS`` there, its output streamed to ``on_output``."""
+        return self.run(args, on_stdout=on_output)
+
+
+def _tail(data: bytes) -> str:
+    return data.decode(errors="replace").strip()[-1500:] or "(no output)"
