@@ -115,6 +115,7 @@ def queue_cmd(
     if remote is not None:  # the jobs controller cluster's queue
         rows = remote.queue()
     else:
+        _revive()
         store = ManagedJobStore()
         try:
             rows = [_job_doc(store, job) for job in store.all_jobs()]
@@ -177,6 +178,7 @@ def logs_cmd(
         _forwarded(remote, ["jobs", "logs", str(job_id), *(["--follow"] if follow else []),
                             *(["--controller"] if controller else [])])
         return
+    _revive()
     if controller:
         follow_controller_log(job_id, follow, _write)
         return
@@ -216,15 +218,29 @@ def cancel_cmd(
             store.close()
     for job_id, status in cancel(list(job_ids)):
         print_line(f"managed job {job_id}: {status}")
+    _revive()
 
 
 @jobs_app.command("controller")
 def controller_cmd(
-    job_id: int = typer.Argument(..., metavar="JOB_ID", parser=params.JOB_ID,
-                                 help="Managed job id."),
+    job_id: int | None = typer.Argument(None, metavar="JOB_ID", parser=params.JOB_ID,
+                                        help="Supervise only this job, in the foreground."),
+    restart: bool = typer.Option(False, "--restart",
+                                 help="Start the controller in the background if none runs "
+                                 "(after it died), and return."),
 ) -> None:
-    """Supervise one managed job to its end (started by `skyc jobs launch`; run it again
-    to resume a job whose controller died). Secrets come as JSON on stdin."""
+    """The managed-jobs controller: one process for this SKYC_HOME supervises every
+    managed job, each in a thread of its own, under the job's lease. `skyc jobs launch`
+    starts it (detached) and hands it each job and its secrets over a 0600 socket; it
+    takes over unfinished jobs whose controller died once their lease has expired, and
+    exits after SKYC_JOBS_IDLE_S (60) seconds with no job. Any `skyc jobs` command
+    restarts it when jobs are left without one; --restart does so explicitly.
+
+    With JOB_ID: supervise that one job here until it ends (secrets as JSON on stdin:
+    {"secrets": {"NAME": "value"}})."""
+    if job_id is None:
+        _controller_daemon(restart)
+        return
     from skyc.jobs import supervise
     from skyc.jobs.controller import managed_log_dir
     from skyc.jobs.submit import CONTROLLER_LOG, read_secrets
@@ -236,6 +252,34 @@ def controller_cmd(
         status = supervise(job_id, given["secrets"], log, given["envs"])
     if status != "SUCCEEDED":
         raise typer.Exit(1)
+
+
+def _controller_daemon(restart: bool) -> None:
+    from skyc.cli.output import print_line
+    from skyc.jobs.daemon import AlreadyRunning, serve
+    from skyc.jobs.starter import ensure_running
+
+    if restart:
+        pid, started = ensure_running()
+        print_line(f"managed-jobs controller {'started' if started else 'already runs'} "
+                   f"(pid {pid})")
+        return
+    try:
+        serve()
+    except AlreadyRunning as exc:
+        print_line(exc.message)
+
+
+def _revive() -> None:
+    """Restart the managed-jobs controller when unfinished jobs have none (one line)."""
+    from skyc.cli.output import print_line
+    from skyc.jobs.starter import revive
+
+    revived = revive()
+    if revived is not None:
+        pid, count = revived
+        print_line(f"managed-jobs controller was not running: restarted it (pid {pid}) for "
+                   f"{count} unfinished job(s)", err=True)
 
 
 @jobs_app.command("controller-up")

@@ -13,6 +13,12 @@ skyc.runtime (run, cancel); the job's state lives in the state database, so a
 controller started again on the same job resumes where the last one stopped: the
 cluster's name is fixed by the job id and the task's index, and a job already
 running on it is watched, not started again.
+
+Controllers of many jobs share one process (:mod:`skyc.jobs.daemon`), one thread
+each: nothing here changes process-wide state (the working directory, the
+environment, signal handlers, stdout). The task's relative paths are resolved
+against the directory it was launched from, and a cancel interrupts an engine
+command of this thread only (:func:`skyc.stacks.engine.interruptible`).
 """
 
 from __future__ import annotations
@@ -114,6 +120,22 @@ class Controller:
         self.lease = lease
         self.reporter = FileReporter(log)
         self.poll_s = poll_interval()
+        self.cancel = threading.Event()   # set once a cancel is requested
+
+    def watch_cancel(self) -> threading.Event:
+        """Set ``self.cancel`` as soon as the job's cancel is requested (polled, at most
+        a second apart), until the returned event is set."""
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(min(self.poll_s, 1.0)):
+                with contextlib.suppress(SkycError):
+                    if self.store.require(self.job_id).cancel_requested:
+                        self.cancel.set()
+                        return
+
+        threading.Thread(target=watch, name=f"cancel-{self.job_id}", daemon=True).start()
+        return done
 
     @property
     def job(self) -> ManagedJob:
@@ -179,8 +201,8 @@ class Controller:
     def _spec(self, task: Task, index: int) -> JobSpec:
         from skyc.runtime import job_spec_from_task
 
-        spec = job_spec_from_task(task)
         job = self.job
+        spec = _absolute_paths(job_spec_from_task(task), Path(job.spec.cwd))
         ids = {"TASK_ID": task_id(job, index), "MANAGED_JOB_ID": str(job.id),
                "MANAGED_JOB_NAME": job.name or "", "MANAGED_TASK_INDEX": str(index)}
         extra = {p + k: v for p in ("SKYPILOT_", "SKYC_") for k, v in ids.items()}
@@ -279,8 +301,23 @@ class Controller:
 
     def _provision(self, task: Task, cluster: str, blocked: list[Blocked],
                    pin: str | None) -> tuple[ClusterInfo, Placement]:
+        """Provision with failover; a cancel stops the engine mid-command (as Ctrl-C
+        stops ``skyc apply``), and what the attempt created is destroyed by the end
+        of the job."""
+        from skyc.stacks.engine import EngineInterrupted, interruptible
+
+        try:
+            with interruptible(self.cancel):
+                return self._provision_once(task, cluster, blocked, pin)
+        except EngineInterrupted:
+            self.say("provisioning interrupted: the job was cancelled")
+            raise Cancelled("cancelled") from None
+
+    def _provision_once(self, task: Task, cluster: str, blocked: list[Blocked],
+                        pin: str | None) -> tuple[ClusterInfo, Placement]:
         from skyc.launch import LaunchOptions, provision_cluster
 
+        self.store.update(self.job_id, cluster=cluster)  # torn down even if interrupted
         try:
             info, placement, _ = provision_cluster(
                 task, cluster, LaunchOptions(cluster=cluster, infra=pin), self.reporter,
@@ -307,11 +344,11 @@ class Controller:
             # Setup runs to its end inside run_job: a cancel ends it on the nodes.
             from skyc.runtime import stop_all_jobs
 
-            while not stop.wait(self.poll_s):
-                with contextlib.suppress(SkycError):
-                    if self.store.require(self.job_id).cancel_requested:
+            while not stop.wait(min(self.poll_s, 0.5)):
+                if self.cancel.is_set():
+                    with contextlib.suppress(SkycError):
                         stop_all_jobs(info)
-                        return
+                    return
 
         watcher = threading.Thread(target=cancel_watch, name="cancel-watch", daemon=True)
         watcher.start()
@@ -330,19 +367,19 @@ class Controller:
         while True:
             if self.lease.lost.is_set():
                 raise LeaseLost(f"managed job {self.job_id}: the lease was taken over")
-            if self.job.cancel_requested:
+            if self.cancel.is_set() or self.job.cancel_requested:
                 self._stop_run(info, run_id)
                 return Verdict("cancelled", "cancelled")
             verdict = probe(info, run_id)
             if verdict.state != "running":
                 self.say(f"job {run_id} on {info.name}: {verdict.state}: {verdict.why}")
                 return verdict
-            time.sleep(self.poll_s)
+            self.cancel.wait(self.poll_s)
 
     def _check_cancel(self) -> None:
         if self.lease.lost.is_set():
             raise LeaseLost(f"managed job {self.job_id}: the lease was taken over")
-        if self.job.cancel_requested:
+        if self.cancel.is_set() or self.job.cancel_requested:
             raise Cancelled("cancelled")
 
     def _stop_run(self, info: ClusterInfo, run_id: int) -> None:
@@ -393,18 +430,19 @@ def _next_scope(info: ClusterInfo, strategy: str) -> tuple[list[Blocked], str | 
 
 
 def supervise(job_id: int, secrets: Mapping[str, str], log: TextIO,
-              envs: Mapping[str, str] | None = None) -> str:
+              envs: Mapping[str, str] | None = None, *, wait: bool = True) -> str:
     """Take the job's lease and supervise it to its end; returns its final status.
 
-    Waits for a dead controller's lease to expire; refuses while a live one holds it."""
+    With ``wait``, waits for a dead controller's lease to expire; refuses (LeaseHeld)
+    while a live one holds it. Safe to run in many threads of one process at once."""
     store = ManagedJobStore()
     try:
         job = store.require(job_id)
-        os.chdir(job.spec.cwd)
         lease = Lease(store, job_id)
-        lease.acquire(wait_s=_wait_for(job, lease.ttl))
+        lease.acquire(wait_s=_wait_for(job, lease.ttl) if wait else 0.0)
         with lease:
             controller = Controller(store, job_id, secrets, lease, log, envs)
+            watching = controller.watch_cancel()
             try:
                 return controller.run()
             except LeaseLost as exc:
@@ -412,8 +450,23 @@ def supervise(job_id: int, secrets: Mapping[str, str], log: TextIO,
                 return store.require(job_id).status
             except SkycError as exc:
                 return controller._finish("FAILED", exc.message, store.require(job_id).cluster)
+            finally:
+                watching.set()
     finally:
         store.close()
+
+
+def _absolute_paths(spec: JobSpec, cwd: Path) -> JobSpec:
+    """The spec with its local paths (workdir, file mounts' sources) made absolute
+    against ``cwd``, where the job was launched: a controller thread never changes
+    its process's working directory."""
+    def fix(path: str) -> str:
+        p = Path(path).expanduser()
+        return path if p.is_absolute() or "://" in path else str(cwd / p)
+
+    mounts = {target: fix(local) for target, local in spec.file_mounts.items()}
+    workdir = None if spec.workdir is None else fix(spec.workdir)
+    return spec.model_copy(update={"workdir": workdir, "file_mounts": mounts})
 
 
 def _wait_for(job: ManagedJob, ttl: float) -> float:

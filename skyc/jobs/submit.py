@@ -1,9 +1,10 @@
 """Submitting, cancelling and reading managed jobs (what ``skyc jobs ...`` calls).
 
-``launch`` checks the task as ``apply`` would, records the job and starts its
-controller, ``python -m skyc jobs controller ID``, in a session of its own (it
-outlives the terminal). The task's secrets go to the controller on its stdin, as
-JSON, and are never written anywhere.
+``launch`` checks the task as ``apply`` would, records the job (PENDING) and hands
+it to the managed-jobs controller of this ``SKYC_HOME`` (:mod:`skyc.jobs.daemon`),
+starting that in a session of its own when none runs (it outlives the terminal).
+The task's secrets go to the controller over its 0600 socket and are never written
+anywhere.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import contextlib
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -84,21 +83,19 @@ def launch(
 
 def start_controller(job_id: int, secrets: Mapping[str, str],
                      envs: Mapping[str, str] | None = None) -> int:
-    """Start the job's controller in its own session; its pid."""
-    log_dir = managed_log_dir(job_id)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with (log_dir / CONTROLLER_LOG).open("ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "skyc", "jobs", "controller", str(job_id)],
-            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env={**os.environ, "PYDANTIC_DISABLE_PLUGINS": "1"})
-    assert proc.stdin is not None
-    with contextlib.suppress(BrokenPipeError):
-        proc.stdin.write(json.dumps({"secrets": dict(secrets),
-                                     "envs": dict(envs or {})}).encode())
-    with contextlib.suppress(BrokenPipeError):
-        proc.stdin.close()
-    return proc.pid
+    """Hand the job to the managed-jobs controller (started when none runs); its pid.
+    A job that cannot be handed over is FAILED, not left PENDING."""
+    from skyc.jobs.starter import hand_off
+
+    try:
+        return hand_off(job_id, secrets, envs or {})
+    except SkycError as exc:
+        store = ManagedJobStore()
+        try:
+            store.set_status(job_id, "FAILED", exc.message, failure=exc.message)
+        finally:
+            store.close()
+        raise
 
 
 def read_secrets(text: str) -> dict[str, dict[str, str]]:

@@ -3,7 +3,9 @@ typed results."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -114,3 +116,33 @@ class Engine(Protocol):
     def refresh(self) -> Refresh: ...
 
     def destroy(self, progress: ProgressCallback | None = None) -> None: ...
+
+
+class EngineInterrupted(EngineError):
+    """An engine command was stopped on request before it finished, the way Ctrl-C
+    stops it: what it created so far is in the engine's state."""
+
+
+class _Interrupt(threading.local):
+    event: threading.Event | None = None
+
+
+_interrupt = _Interrupt()
+
+
+@contextlib.contextmanager
+def interruptible(event: threading.Event) -> Iterator[None]:
+    """Inside, an engine command run by this thread is stopped as on Ctrl-C once
+    ``event`` is set, and raises :class:`EngineInterrupted`. Other threads' commands
+    are not affected."""
+    previous, _interrupt.event = _interrupt.event, event
+    try:
+        yield
+    finally:
+        _interrupt.event = previous
+
+
+def interrupt_requested() -> bool:
+    """True when this thread's engine commands were asked to stop."""
+    event = _interrupt.event
+    return event is not None and event.is_set()

@@ -23,7 +23,15 @@ from typing import Any
 from skyc.errors import EngineError
 from skyc.stacks import terraform_json
 from skyc.stacks.diagnostics import Diagnostic
-from skyc.stacks.engine import ApplyFailed, ProgressCallback, ProgressEvent, Refresh, StackDiff
+from skyc.stacks.engine import (
+    ApplyFailed,
+    EngineInterrupted,
+    ProgressCallback,
+    ProgressEvent,
+    Refresh,
+    StackDiff,
+    interrupt_requested,
+)
 from skyc.stacks.model import Stack
 from skyc.stacks.terraform_output import (
     diagnostic,
@@ -150,7 +158,7 @@ class TerraformEngine:
             timer.start()
             try:
                 rc = self._follow(proc, log, lines, diagnostics, on_line, json_lines)
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, EngineInterrupted):
                 stop()  # Ctrl-C: let terraform stop cleanly and save its state
                 raise
             finally:
@@ -192,6 +200,9 @@ class TerraformEngine:
                     if json_lines:
                         self._handle_json(line, diagnostics, on_line)
                 return rc
+            if interrupt_requested():
+                raise EngineInterrupted("terraform was interrupted",
+                                        hint="what it created so far is in its state")
             time.sleep(0.02)
 
     def _capture_json(self, op: str, args: list[str]) -> dict[str, Any]:

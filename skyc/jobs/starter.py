@@ -1,0 +1,94 @@
+"""Starting the managed-jobs controller and handing jobs to it.
+
+The controller (:mod:`skyc.jobs.daemon`) is started as ``python -m skyc jobs
+controller`` in a session of its own (it outlives the terminal), with stdin from
+/dev/null and its output in ``$SKYC_HOME/logs/managed/daemon.log``. Its environment is
+this one's without the job's secrets: they go over the controller's socket only.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Collection, Mapping
+
+from skyc.errors import StateError
+from skyc.jobs import handoff
+from skyc.jobs.records import ManagedJob
+from skyc.jobs.store import ManagedJobStore
+
+HANDOFF_TIMEOUT_S = 30.0
+
+
+def spawn(hide: Collection[str] = ()) -> subprocess.Popen[bytes]:
+    """Start a controller process; ``hide``: names and values kept out of its environment."""
+    from skyc.jobs.daemon import daemon_log_path
+
+    env = {k: v for k, v in os.environ.items() if k not in hide and v not in hide}
+    env["PYDANTIC_DISABLE_PLUGINS"] = "1"
+    with daemon_log_path().open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "skyc", "jobs", "controller"], stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+
+
+def hand_off(job_id: int, secrets: Mapping[str, str], envs: Mapping[str, str],
+             timeout: float = HANDOFF_TIMEOUT_S) -> int:
+    """Give the job (and its secrets) to the running controller, starting one when none
+    answers; the controller's pid."""
+    doc = {"op": "supervise", "job": job_id, "secrets": dict(secrets), "envs": dict(envs)}
+    hide = {*secrets, *secrets.values(), *envs, *envs.values()}
+    deadline = time.monotonic() + timeout
+    started: subprocess.Popen[bytes] | None = None
+    while True:
+        try:
+            return int(handoff.request(doc)["pid"])
+        except OSError:
+            pass
+        if started is None or started.poll() is not None:
+            started = spawn(hide)
+        if time.monotonic() > deadline:
+            raise StateError(
+                f"managed job {job_id}: the managed-jobs controller did not start",
+                hint="see $SKYC_HOME/logs/managed/daemon.log; then run "
+                "`skyc jobs controller --restart`")
+        time.sleep(0.1)
+
+
+def unsupervised(jobs: list[ManagedJob], now: float | None = None) -> list[ManagedJob]:
+    """Unfinished jobs no live controller holds."""
+    now = time.time() if now is None else now
+    return [j for j in jobs if not j.done
+            and (j.lease_owner is None or (j.lease_until or 0) < now)]
+
+
+def revive() -> tuple[int, int] | None:
+    """Start the controller when unfinished jobs have none and no controller answers:
+    (its pid, how many jobs) when one was started, else None."""
+    store = ManagedJobStore()
+    try:
+        orphans = unsupervised(store.all_jobs())
+    finally:
+        store.close()
+    if not orphans or handoff.ping() is not None:
+        return None
+    return spawn().pid, len(orphans)
+
+
+def ensure_running(timeout: float = HANDOFF_TIMEOUT_S) -> tuple[int, bool]:
+    """The running controller's pid, starting one if none answers: (pid, started)."""
+    pid = handoff.ping()
+    if pid is not None:
+        return pid, False
+    deadline = time.monotonic() + timeout
+    started = spawn()
+    while (pid := handoff.ping()) is None:
+        if started.poll() is not None:
+            started = spawn()
+        if time.monotonic() > deadline:
+            raise StateError("the managed-jobs controller did not start",
+                             hint="see $SKYC_HOME/logs/managed/daemon.log")
+        time.sleep(0.1)
+    return pid, True
