@@ -45,6 +45,7 @@ TUNING = ("SKYC_JOBS_POLL_S", "SKYC_JOBS_LEASE_S")
 _DEPENDENCY_MODULES = ("pydantic", "yaml", "typer", "rich", "jinja2", "pulp", "asyncssh",
                        "pathspec")
 _PY_TOO_OLD = 3
+NOT_INSTALLED = 219  # a command's exit status when this skyc's version is not there
 
 
 def controller_cluster_name() -> str:
@@ -113,8 +114,16 @@ def bring_up(settings: JobsControllerConfig, reporter: LaunchReporter, *,
         with StateDB() as db:
             db.add_event(name, "jobs-controller", "the managed-jobs controller cluster")
     reporter.stage("jobs controller", f"installing skyc on cluster {name}")
-    run_sync(install(head_transport(info), python_for(head(info))))
+    run_sync(_install_once(head_transport(info), python_for(head(info))))
     return info
+
+
+async def _install_once(transport: Transport, python: str) -> None:
+    try:
+        await transport.connect(60)
+        await install(transport, python)
+    finally:
+        await transport.close()
 
 
 def head(info: ClusterInfo) -> Node:
@@ -173,49 +182,47 @@ def skyc_command(python: str, args: Sequence[str], env: Mapping[str, str]) -> st
     """The shell command that runs ``skyc ARGS`` on the controller's head node."""
     _, version = package_archive()
     tuning = "".join(f"{k}={shlex.quote(v)} " for k, v in sorted(env.items()) if k in TUNING)
-    return (f'r="{ROOT}"; mkdir -p "$r/work" && cd "$r/work" && SKYC_HOME="$r/home" '
+    return (f'r="{ROOT}"; [ -f "$r/pkg-{version}/.complete" ] || exit {NOT_INSTALLED}; '
+            f'mkdir -p "$r/work" && cd "$r/work" && SKYC_HOME="$r/home" '
             f'PYTHONPATH="$r/pkg-{version}" PYDANTIC_DISABLE_PLUGINS=1 NO_COLOR=1 '
             f'COLUMNS=200 {tuning}exec {python} -m skyc '
             + " ".join(shlex.quote(a) for a in args))
 
 
 async def install(transport: Transport, python: str) -> None:
-    """Ship this skyc to the node unless that version is there; make sure it imports."""
+    """Ship this skyc to the (connected) node unless that version is there; make sure
+    it imports."""
     archive, version = package_archive()
     node = transport.node.name
     pkg = f'"{ROOT}/pkg-{version}"'
-    try:
-        await transport.connect(60)
-        res = await transport.run(f'[ -f {pkg}/.complete ] && echo present; true', timeout=60)
-        if b"present" in res.stdout:
-            return
-        res = await transport.run(
-            f'{python} -c "import sys; sys.exit(0 if sys.version_info >= (3, 10) else '
-            f'{_PY_TOO_OLD})"', timeout=60)
-        if res.exit_code != 0:
-            why = ("its Python is older than 3.10" if res.exit_code == _PY_TOO_OLD
-                   else f"`{python}` does not run there")
-            raise SkycError(f"jobs controller node {node}: {why}",
-                            hint="a controller node needs Python 3.10+ (python3 on its PATH)")
-        res = await transport.run(
-            f'd={pkg}; rm -rf "$d.tmp" && mkdir -p "$d.tmp" && tar xzf - -C "$d.tmp" '
-            '&& rm -rf "$d" && mv "$d.tmp" "$d"', stdin=archive, timeout=300)
-        if res.exit_code != 0:
-            raise SkycError(f"jobs controller node {node}: cannot unpack skyc: "
-                            f"{res.stderr.decode(errors='replace').strip()[-500:]}")
-        check = (f'PYTHONPATH={pkg} {python} -c '
-                 + shlex.quote("import skyc.cli, " + ", ".join(_DEPENDENCY_MODULES)))
+    res = await transport.run(f'[ -f {pkg}/.complete ] && echo present; true', timeout=60)
+    if b"present" in res.stdout:
+        return
+    res = await transport.run(
+        f'{python} -c "import sys; sys.exit(0 if sys.version_info >= (3, 10) else '
+        f'{_PY_TOO_OLD})"', timeout=60)
+    if res.exit_code != 0:
+        why = ("its Python is older than 3.10" if res.exit_code == _PY_TOO_OLD
+               else f"`{python}` does not run there")
+        raise SkycError(f"jobs controller node {node}: {why}",
+                        hint="a controller node needs Python 3.10+ (python3 on its PATH)")
+    res = await transport.run(
+        f'd={pkg}; rm -rf "$d.tmp" && mkdir -p "$d.tmp" && tar xzf - -C "$d.tmp" '
+        '&& rm -rf "$d" && mv "$d.tmp" "$d"', stdin=archive, timeout=300)
+    if res.exit_code != 0:
+        raise SkycError(f"jobs controller node {node}: cannot unpack skyc: "
+                        f"{res.stderr.decode(errors='replace').strip()[-500:]}")
+    check = (f'PYTHONPATH={pkg} {python} -c '
+             + shlex.quote("import skyc.cli, " + ", ".join(_DEPENDENCY_MODULES)))
+    res = await transport.run(check, timeout=120)
+    if res.exit_code != 0:
+        await _install_dependencies(transport, python, res.stderr)
         res = await transport.run(check, timeout=120)
         if res.exit_code != 0:
-            await _install_dependencies(transport, python, res.stderr)
-            res = await transport.run(check, timeout=120)
-            if res.exit_code != 0:
-                raise SkycError(f"jobs controller node {node}: skyc does not import after "
-                                "installing its dependencies: "
-                                f"{res.stderr.decode(errors='replace').strip()[-500:]}")
-        await transport.run(f'touch {pkg}/.complete', timeout=60)
-    finally:
-        await transport.close()
+            raise SkycError(f"jobs controller node {node}: skyc does not import after "
+                            "installing its dependencies: "
+                            f"{res.stderr.decode(errors='replace').strip()[-500:]}")
+    await transport.run(f'touch {pkg}/.complete', timeout=60)
 
 
 async def _install_dependencies(transport: Transport, python: str, why: bytes) -> None:

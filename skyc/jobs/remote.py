@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from skyc.errors import ConfigError, SkycError, TransportError, UnsupportedFeature
 from skyc.jobs.controller_cluster import (
+    NOT_INSTALLED,
     ROOT,
     bring_up,
     controller_cluster_name,
     controller_config,
     head_transport,
+    install,
     python_for,
     recorded_info,
     run_sync,
@@ -103,9 +105,13 @@ class RemoteController:
                 await transport.connect(10)
             except TransportError as exc:
                 raise self._unreachable(exc.message) from None
-            command = skyc_command(python_for(transport.node), args, os.environ)
+            python = python_for(transport.node)
+            command = skyc_command(python, args, os.environ)
             try:
                 res = await transport.run(command, stdin=stdin, on_stdout=on_stdout)
+                if res.exit_code == NOT_INSTALLED:  # another skyc version here: ship it
+                    await install(transport, python)
+                    res = await transport.run(command, stdin=stdin, on_stdout=on_stdout)
             except TransportError as exc:
                 raise self._unreachable(exc.message) from None
         finally:

@@ -1,0 +1,149 @@
+"""Managed jobs whose controller runs on a controller cluster on the ``local`` target
+(config ``jobs: {controller: {infra: local}}``): a regular cluster whose node is a
+directory of this machine, with its own SKYC_HOME there. Real ``python -m skyc``
+subprocesses, real terraform; the client reaches the controller through the runtime's
+local transport, as it reaches an SSH controller through asyncssh."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.e2e.conftest import Skyc
+from tests.jobs.conftest import queue, wait_for
+
+SECRET = "s3cr3t-ctl-7f2a9c"
+
+
+def _controller_config(jobs: Skyc, **controller: object) -> None:
+    jobs.home.mkdir(parents=True, exist_ok=True)
+    (jobs.home / "config.yaml").write_text(yaml.safe_dump(
+        {"jobs": {"controller": {"infra": "local", **controller}}}))
+
+
+def _controller(jobs: Skyc) -> str:
+    names = [c for c in jobs.clusters() if c.startswith("skyc-jobs-controller-")]
+    assert len(names) == 1, jobs.clusters()
+    return names[0]
+
+
+def _controller_home(jobs: Skyc, name: str) -> Path:
+    return jobs.workspace(name) / "nodes" / "head" / ".skyc-controller" / "home"
+
+
+def _files_holding(root: Path, needle: str) -> list[Path]:
+    found = []
+    for path in root.rglob("*"):
+        try:
+            if path.is_file() and needle.encode() in path.read_bytes():
+                found.append(path)
+        except OSError:
+            continue
+    return found
+
+
+def test_a_job_launched_detached_runs_on_the_controller_cluster_to_its_end(
+        jobs: Skyc, tmp_path: Path) -> None:
+    _controller_config(jobs)
+    jobs.write("train.yaml", """\
+name: ctl-train
+resources:
+  infra: local
+envs:
+  EPOCHS: "2"
+secrets:
+  API_TOKEN: null
+run: |
+  echo "epochs $EPOCHS, token of ${#API_TOKEN} characters, id $SKYPILOT_TASK_ID"
+  sleep 3
+  echo done-training
+""")
+    launched = jobs.ok("jobs", "launch", "train.yaml", "-y", "-d",
+                       "--secret", f"API_TOKEN={SECRET}")
+    assert launched.stdout.strip() == "1"
+    assert "jobs controller" in launched.stderr
+    # The client has exited; the job goes on on the controller cluster.
+    name = _controller(jobs)
+    running = wait_for(jobs, 1, lambda j: j["status"] in ("RUNNING", "SUCCEEDED"), timeout=60)
+    assert running["name"] == "ctl-train"
+
+    followed = jobs.ok("jobs", "logs", "1", "--follow", timeout=120)
+    assert f"token of {len(SECRET)} characters" in followed.stdout
+    assert "done-training" in followed.stdout
+    done = queue(jobs)[0]
+    assert done["status"] == "SUCCEEDED", done
+    table = jobs.ok("jobs", "queue").stdout
+    assert "ctl-train" in table and "SUCCEEDED" in table
+
+    # The controller cluster is a regular cluster with a stack made for review.
+    ws = jobs.workspace(name)
+    stack = json.loads((ws / "main.tf.json").read_text())
+    assert '"skyc-role": "jobs-controller"' in json.dumps(stack, sort_keys=True)
+    status = json.loads(jobs.ok("status", "--format", "json").stdout)["clusters"]
+    assert [c["name"] for c in status] == [name]
+    # The controller ran the job here, under its own SKYC_HOME; the job's cluster is gone.
+    home = _controller_home(jobs, name)
+    assert (home / "state.db").exists()
+    assert not (home / "clusters" / "skyc-job-1" / "cluster.json").exists()
+    assert "jobs" not in yaml.safe_load((home / "config.yaml").read_text())
+    assert _files_holding(tmp_path, SECRET) == []
+
+
+def test_cancel_is_forwarded_and_leaves_nothing_of_the_job(jobs: Skyc) -> None:
+    _controller_config(jobs)
+    jobs.write("long.yaml", "name: long\nresources:\n  infra: local\nrun: sleep 600\n")
+    jobs.ok("jobs", "launch", "long.yaml", "-y", "-d")
+    wait_for(jobs, 1, lambda j: j["status"] == "RUNNING", timeout=60)
+
+    out = jobs.ok("jobs", "cancel", "1", timeout=120).stdout
+    assert "managed job 1: CANCELLED" in out
+    assert queue(jobs)[0]["status"] == "CANCELLED"
+    home = _controller_home(jobs, _controller(jobs))
+    assert not (home / "clusters" / "skyc-job-1" / "cluster.json").exists()
+
+
+def test_without_a_controller_section_no_controller_cluster_is_made(jobs: Skyc) -> None:
+    jobs.write("quick.yaml", "name: quick\nresources:\n  infra: local\nrun: echo hi\n")
+    jobs.ok("jobs", "launch", "quick.yaml", "-y", "-d")
+    assert wait_for(jobs, 1, lambda j: j["status"] == "SUCCEEDED", timeout=60)
+    assert not any(c.startswith("skyc-jobs-controller-") for c in jobs.clusters())
+
+
+def test_a_misspelt_controller_resource_is_a_clear_error_and_creates_nothing(
+        jobs: Skyc) -> None:
+    _controller_config(jobs, resources={"cpuz": 4})
+    jobs.write("quick.yaml", "name: quick\nresources:\n  infra: local\nrun: echo hi\n")
+    result = jobs("jobs", "launch", "quick.yaml", "-y", "-d")
+    assert result.returncode == 1, str(result)
+    assert "Traceback" not in result.output
+    assert "jobs.controller.resources.cpuz" in result.stderr, result.stderr
+    assert "config.yaml" in result.stderr
+    assert jobs.clusters() == []
+
+
+def test_a_cloud_job_from_a_controller_without_credentials_is_refused(jobs: Skyc) -> None:
+    _controller_config(jobs)
+    jobs.write("cloud.yaml", "name: cloud\nresources:\n  infra: aws\n  cpus: 2\n"
+                             "run: echo hi\n")
+    result = jobs("jobs", "launch", "cloud.yaml", "-y", "-d")
+    assert result.returncode == 1, str(result)
+    assert "Traceback" not in result.output
+    name = _controller(jobs)
+    assert f"jobs controller cluster {name} cannot provision aws" in result.stderr
+    assert "instance role" in result.stderr
+    assert queue(jobs) == []
+
+
+def test_a_task_with_a_workdir_is_refused_before_anything_is_made(jobs: Skyc) -> None:
+    _controller_config(jobs)
+    (jobs.cwd / "src").mkdir()
+    jobs.write("wd.yaml", "name: wd\nworkdir: src\nresources:\n  infra: local\n"
+                          "run: echo hi\n")
+    t0 = time.monotonic()
+    result = jobs("jobs", "launch", "wd.yaml", "-y", "-d")
+    assert result.returncode == 1 and "Traceback" not in result.output, str(result)
+    assert "workdir" in result.stderr and "controller cluster" in result.stderr
+    assert jobs.clusters() == [] and time.monotonic() - t0 < 60

@@ -1,0 +1,142 @@
+"""The jobs controller on a controller cluster on an SSH pool: one real sshd node on
+loopback with its own Unix user (tests/support/sshd.py; skips when not root). skyc
+ships itself there and runs the controller as that user, with that user's own
+SKYC_HOME; the managed job runs on the ``local`` target of the controller's node.
+
+The node's Python is this machine's ``/usr/bin/python3``; skyc's dependencies are put
+in the node user's site-packages first (hard links to this interpreter's installed
+files), as a machine image with them installed would have them: this machine cannot
+reach PyPI, so the ``pip install --user`` path is not exercised here."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import Skyc
+from tests.jobs.conftest import queue, wait_for
+from tests.support.sshd import SshdCluster, SshNode, sshd_cluster
+
+SECRET = "s3cr3t-ssh-ctl-41d0"
+NODE_PYTHON = Path("/usr/bin/python3")
+
+
+def _dependencies() -> list[metadata.Distribution]:
+    seen: dict[str, metadata.Distribution] = {}
+
+    def visit(name: str) -> None:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            return
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in seen:
+            return
+        seen[key] = dist
+        for req in dist.requires or []:
+            if "extra ==" not in req:
+                visit(re.split(r"[ ;<>=!~\[(]", req, maxsplit=1)[0])
+
+    visit("skyc")
+    return [d for k, d in seen.items() if k != "skyc"]
+
+
+def _give_dependencies(node: SshNode) -> None:
+    """skyc's dependencies in the node user's ~/.local site-packages."""
+    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    site = node.home / ".local" / "lib" / minor / "site-packages"
+    for dist in _dependencies():
+        base = Path(str(dist.locate_file("")))
+        for rel in dist.files or []:
+            if str(rel).startswith(".."):
+                continue
+            src, dst = base / rel, site / rel
+            if not src.is_file() or dst.exists():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+    for path in [node.home / ".local", *(node.home / ".local").rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+
+
+@pytest.fixture
+def pool(tmp_path: Path) -> Iterator[SshdCluster]:
+    if not NODE_PYTHON.exists() or sys.version_info[:2] != (3, 11):
+        pytest.skip("needs /usr/bin/python3 of this interpreter's minor version")
+    yield from sshd_cluster(tmp_path / "sshd", 1)
+
+
+def _files_holding(root: Path, needle: str) -> list[Path]:
+    found = []
+    for path in root.rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink() and needle.encode() in path.read_bytes():
+                found.append(path)
+        except OSError:
+            continue
+    return found
+
+
+def test_a_job_on_an_ssh_controller_cluster_survives_the_client_and_is_forwarded(
+        jobs: Skyc, pool: SshdCluster, tmp_path: Path) -> None:
+    node = pool.nodes[0]
+    _give_dependencies(node)
+    jobs.home.mkdir(parents=True, exist_ok=True)
+    (jobs.home / "config.yaml").write_text(yaml.safe_dump({
+        "ssh_pools": {"ctl": {"hosts": [f"{node.user}@{node.host}:{node.port}"],
+                              "identity_file": str(pool.workspace / "id_ed25519")}},
+        "jobs": {"controller": {"infra": "ssh/ctl"}},
+    }))
+    jobs.write("train.yaml", """\
+name: ssh-ctl-train
+resources:
+  infra: local
+secrets:
+  API_TOKEN: null
+run: |
+  echo "running as $(id -un), token of ${#API_TOKEN} characters"
+  sleep 4
+  echo done-training
+""")
+    launched = jobs.ok("jobs", "launch", "train.yaml", "-y", "-d",
+                       "--secret", f"API_TOKEN={SECRET}", timeout=300)
+    assert launched.stdout.strip() == "1"
+    names = jobs.clusters()
+    assert len(names) == 1 and names[0].startswith("skyc-jobs-controller-"), names
+    name = names[0]
+    # The client is gone; the job runs on the controller's node, as its user.
+    wait_for(jobs, 1, lambda j: j["status"] in ("RUNNING", "SUCCEEDED"), timeout=120)
+    followed = jobs.ok("jobs", "logs", "1", "--follow", timeout=180)
+    assert f"running as {node.user}, token of {len(SECRET)} characters" in followed.stdout
+    assert "done-training" in followed.stdout
+    done = queue(jobs)[0]
+    assert done["status"] == "SUCCEEDED", done
+
+    remote_home = node.home / ".skyc-controller" / "home"
+    assert (remote_home / "state.db").exists()
+    assert not (remote_home / "clusters" / "skyc-job-1" / "cluster.json").exists()
+    assert (jobs.workspace(name) / "main.tf.json").is_file()
+    assert "jobs-controller" in (jobs.workspace(name) / "main.tf.json").read_text()
+    assert _files_holding(tmp_path, SECRET) == []
+    assert _files_holding(node.home / ".skyc-controller", SECRET) == []
+
+    # A controller that does not answer is a clear error naming it and the way back.
+    pool.stop_listener(node)
+    result = jobs("jobs", "queue", timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.output, str(result)
+    assert f"the jobs controller cluster {name} is not reachable" in result.stderr
+    assert "skyc jobs controller-up" in result.stderr
+    pool.restart(node)
+    assert queue(jobs)[0]["status"] == "SUCCEEDED"
