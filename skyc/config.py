@@ -44,6 +44,25 @@ class _Model(BaseModel):
 class AwsConfig(_Model):
     profile: str | None = None
     endpoint_url: str | None = None
+    # SkyPilot's aws.ssh_proxy_command: SSH to the nodes through a jump host, e.g.
+    # "ssh -W %h:%p -i ~/.ssh/jump.pem ec2-user@jump"; one for all regions, or per region
+    ssh_proxy_command: str | dict[str, str] | None = None
+
+    @field_validator("ssh_proxy_command")
+    @classmethod
+    def _proxy_parses(cls, value: str | dict[str, str] | None
+                      ) -> str | dict[str, str] | None:
+        import shlex
+
+        commands = value.values() if isinstance(value, dict) else [] if value is None else [value]
+        for command in commands:
+            try:
+                words = shlex.split(command)
+            except ValueError as exc:
+                raise ValueError(f"cannot be split into words ({exc}): {command!r}") from None
+            if not words:
+                raise ValueError("an empty command; leave the setting out instead")
+        return value
 
 
 class SshPool(_Model):

@@ -23,6 +23,8 @@ class Node(BaseModel):
     port: int = 22
     user: str | None = None
     identity_file: str | None = None
+    proxy_command: str | None = None  # ssh only: reach the node through this command
+    #   (a bastion, e.g. ``ssh -W %h:%p jump``; %h, %p, %r are the node's host, port, user)
     node_dir: str | None = None   # local only: the node's home directory on this machine
     pod: str | None = None        # kubernetes only: the pod, its namespace and kubeconfig context
     namespace: str | None = None

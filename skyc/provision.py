@@ -134,7 +134,8 @@ def provision(
         raise _classified(exc, placement) from None
     outputs = driver.outputs()
     nodes = nodes_from_outputs(
-        placement.cloud, cluster, outputs, config=config, workspace=workspace
+        placement.cloud, cluster, outputs, config=config, workspace=workspace,
+        region=placement.region,
     )
     info = ClusterInfo(
         name=cluster,

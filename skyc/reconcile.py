@@ -5,8 +5,11 @@ and node is still there; ``INIT`` is one that is not (or no longer) whole: its
 provisioning never finished (killed before or while its engine ran), or some or all
 of it was terminated outside skyc. The note says which, and what to run. A cluster
 whose last apply FAILED and that never came up stays FAILED; one that skyc stopped
-stays ``STOPPED`` while its resources are there. Refresh never makes a cluster
-``STOPPED``: an empty engine state is not a stopped cluster.
+stays ``STOPPED`` while its resources are there. A cluster whose every node the
+engine reads back as stopped (the target says which resources are nodes and how
+they stand) is ``STOPPED`` too, with a note when skyc did not stop it; some nodes
+stopped and others running is ``INIT``. An empty engine state is not a stopped
+cluster.
 
 :func:`observe` reads (the engine's refresh, the node directories);
 :func:`decide` is the pure decision; :func:`probe` is both.
@@ -16,12 +19,13 @@ reshape removed since (their stored logs, the recorded code).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from skyc.stacks.engine import RefreshedResource
     from skyc.state import ClusterRecord, ClusterStatus
 
 
@@ -29,13 +33,17 @@ if TYPE_CHECKING:
 class Observed:
     """What a refresh found. ``stack``: the workspace holds the cluster's stack;
     ``managed``: resources in the engine's state; ``gone``: resources deleted outside
-    skyc; ``missing_nodes``: nodes whose directory (local nodes) is gone."""
+    skyc; ``missing_nodes``: nodes whose directory (local nodes) is gone; ``stopped``
+    and ``running``: the nodes' resources the engine read back, by power state (both
+    empty where the target or engine cannot tell)."""
 
     workspace: str
     stack: bool
     managed: int = 0
     gone: tuple[str, ...] = ()
     missing_nodes: tuple[str, ...] = ()
+    stopped: tuple[str, ...] = ()
+    running: tuple[str, ...] = ()
 
 
 def _fix(name: str, verb: str) -> str:
@@ -68,6 +76,25 @@ def decide(record: ClusterRecord, seen: Observed) -> tuple[ClusterStatus, str]:
             parts.append(("every node directory is gone: " if every
                           else "node directories missing: ") + ", ".join(seen.missing_nodes))
         return "INIT", "; ".join(parts) + f" ({_fix(record.name, 'recreates them')})"
+    return _power(record.name, stopped, seen)
+
+
+def _power(name: str, stopped: bool, seen: Observed) -> tuple[ClusterStatus, str]:
+    """A whole cluster's status from its nodes' power states (``stopped``: skyc
+    stopped it)."""
+    if seen.stopped and not seen.running:
+        if stopped:
+            return "STOPPED", ""
+        return "STOPPED", (f"stopped outside skyc: {', '.join(seen.stopped)} (disks kept; "
+                           f"`skyc start {name}` resumes it, `skyc destroy {name}` removes it)")
+    if seen.stopped:
+        return "INIT", (f"stopped outside skyc: {', '.join(seen.stopped)}, while "
+                        f"{', '.join(seen.running)} run (`skyc apply` starts them again, "
+                        f"`skyc stop {name}` stops the rest)")
+    if stopped and seen.running:
+        return "STOPPED", (f"its nodes run again, started outside skyc: "
+                           f"{', '.join(seen.running)} (`skyc start {name}` records their "
+                           f"addresses, `skyc stop {name}` stops them)")
     return ("STOPPED" if stopped else "UP"), ""
 
 
@@ -86,8 +113,45 @@ def observe(record: ClusterRecord) -> Observed:
     if written_for is None:
         return Observed(str(workspace), stack=False, missing_nodes=missing)
     found = open_engine(record.engine or written_for, workspace).refresh()
+    stopped, running = power_states(record.cloud, found.resources)
     return Observed(str(workspace), stack=True, managed=found.managed,
-                    gone=tuple(found.gone), missing_nodes=missing)
+                    gone=tuple(found.gone), missing_nodes=missing,
+                    stopped=stopped, running=running)
+
+
+def power_states(cloud: str, resources: Sequence[RefreshedResource]
+                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The addresses of the nodes' resources that are stopped, and of those running,
+    as the target reads the resources the engine refreshed."""
+    from skyc.compiler import node_stopped
+
+    stopped: list[str] = []
+    running: list[str] = []
+    for resource in resources:
+        state = node_stopped(cloud, resource.type, resource.values)
+        if state is not None:
+            (stopped if state else running).append(resource.address)
+    return tuple(sorted(stopped)), tuple(sorted(running))
+
+
+def hourly_cost_after(record: ClusterRecord, status: str) -> float | None:
+    """What the cluster costs per hour once its status changed to ``status`` by a
+    refresh: its disks' price when it became STOPPED, its placement's when it is UP
+    again; None when the cost stays (or cannot be read)."""
+    from skyc.errors import SkycError
+
+    if status == record.status or status not in ("STOPPED", "UP"):
+        return None
+    try:
+        if status == "STOPPED":
+            from skyc.power import stopped_hourly_cost
+
+            return stopped_hourly_cost(record.name, record)
+        from skyc.provision import recorded_request
+
+        return recorded_request(record.name)[0].hourly_cost
+    except (SkycError, OSError):
+        return None
 
 
 def probe(record: ClusterRecord) -> tuple[str, str]:

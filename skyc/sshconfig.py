@@ -43,6 +43,8 @@ def host_entries(cluster: ClusterInfo) -> list[str]:
         lines = [f"Host {alias}", f"  HostName {node.host}", f"  Port {node.port}"]
         if node.user:
             lines.append(f"  User {node.user}")
+        if node.proxy_command:  # OpenSSH fills in %h, %p and %r itself
+            lines.append(f"  ProxyCommand {node.proxy_command}")
         key = _key(workspace, node.identity_file)
         if key:
             lines += [f"  IdentityFile {_quote(key)}", "  IdentitiesOnly yes"]

@@ -43,7 +43,13 @@ def refresh_cluster(db: StateDB, name: str, probe: Probe) -> ClusterRecord:
     refreshes = [e for e in db.events(name) if e.kind == "refresh"]
     last_note = (refreshes[-1].data or {}).get("note") if refreshes else None
     if observed != record.status or (note and note != last_note):  # a new reason too
+        from skyc.reconcile import hourly_cost_after
+
         db.set_cluster_status(name, cast("ClusterStatus", observed))
+        cost = hourly_cost_after(record, observed)  # a stopped cluster pays for its disks
+        if cost is not None:
+            db.upsert_cluster(record.model_copy(update={"status": observed,
+                                                        "hourly_cost": cost}))
         message = (f"status {record.status} -> {observed}" if observed != record.status
                    else f"status {observed}") + (f": {note}" if note else "")
         db.add_event(

@@ -121,10 +121,27 @@ def nodes_from_outputs(
     *,
     config: SkycConfig,
     workspace: Path,
+    region: str | None = None,
 ) -> list[Node]:
-    """The cluster's nodes from the engine's outputs."""
+    """The cluster's nodes from the engine's outputs. SSH nodes are reached through the
+    proxy command the target's config names for ``region``, if any (the target's
+    ``outputs.ssh_proxy_command``)."""
     module = cast("Outputs", _part(cloud, "outputs"))
-    return module.nodes(cluster, outputs, config=config, workspace=workspace)
+    nodes = module.nodes(cluster, outputs, config=config, workspace=workspace)
+    proxy_for = getattr(module, "ssh_proxy_command", None)
+    proxy = proxy_for(config, region) if proxy_for is not None else None
+    if not proxy:
+        return nodes
+    return [n.model_copy(update={"proxy_command": proxy})
+            if n.transport == "ssh" and n.proxy_command is None else n for n in nodes]
+
+
+def node_stopped(cloud: str, resource_type: str, values: dict[str, Any]) -> bool | None:
+    """Whether a resource the engine read back is one of the target's nodes and stopped
+    (True) or running (False); None for other resources, and for targets that cannot
+    tell (the target's ``outputs.stopped``)."""
+    hook = getattr(_part(cloud, "outputs"), "stopped", None)
+    return None if hook is None else cast("bool | None", hook(resource_type, values))
 
 
 def classify_error(
@@ -176,6 +193,7 @@ __all__ = [
     "classify_error",
     "credentials",
     "lowering",
+    "node_stopped",
     "nodes_from_outputs",
     "target",
     "workspace_values",

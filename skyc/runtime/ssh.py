@@ -1,13 +1,17 @@
 """SSH transport (asyncssh, imported lazily) with host keys pinned per cluster.
 
 The first connection to a node records its host key in ``<workspace>/known_hosts``;
-later connections accept only that key. A changed key is refused.
+later connections accept only that key. A changed key is refused. A node with a
+``proxy_command`` (a bastion or jump host) is reached through that command's stdin and
+stdout instead of a TCP connection of skyc's own, as OpenSSH's ``ProxyCommand``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,7 @@ from skyc.runtime.transport import CommandResult, OutputSink, StdinSource, excha
 DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa", "ssh_key")
 PREFERRED_CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
                      "chacha20-poly1305@openssh.com", "aes128-ctr", "aes256-ctr"]
+_TOKEN = re.compile(r"%([hpr%])")  # OpenSSH's ProxyCommand tokens that skyc fills in
 
 
 def host_pattern(host: str, port: int) -> str:
@@ -30,6 +35,22 @@ def pinned_entries(known_hosts: Path, pattern: str) -> list[str]:
         return []
     lines = known_hosts.read_text().splitlines()
     return [ln for ln in lines if ln.split(" ", 1)[0] == pattern]
+
+
+def proxy_argv(node: Node) -> list[str] | None:
+    """The node's proxy command as arguments, with OpenSSH's ``%h`` (host), ``%p``
+    (port), ``%r`` (user) and ``%%`` substituted; None when it has none."""
+    if not node.proxy_command:
+        return None
+    try:
+        words = shlex.split(node.proxy_command)
+    except ValueError as exc:
+        raise TransportError(f"node {node.name}: ssh proxy command "
+                             f"{node.proxy_command!r} cannot be parsed: {exc}") from None
+    if not words:
+        return None
+    values = {"h": node.host or node.ip, "p": str(node.port), "r": node.user or "", "%": "%"}
+    return [_TOKEN.sub(lambda m: values[m.group(1)], w) for w in words]
 
 
 def client_keys(node: Node, workspace: Path) -> list[str]:
@@ -56,7 +77,8 @@ class SshTransport:
     @property
     def _target(self) -> str:
         n = self.node
-        return f"{n.user + '@' if n.user else ''}{n.host}:{n.port}"
+        via = " via its proxy command" if n.proxy_command else ""
+        return f"{n.user + '@' if n.user else ''}{n.host}:{n.port}{via}"
 
     async def _connect_once(self) -> Any:
         import asyncssh
@@ -76,6 +98,9 @@ class SshTransport:
         }
         if n.user:
             options["username"] = n.user
+        proxy = proxy_argv(n)
+        if proxy is not None:
+            options["proxy_command"] = proxy
         if not options["client_keys"]:
             raise TransportError(
                 f"node {n.name}: no SSH key: the node has no identity_file and "

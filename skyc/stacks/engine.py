@@ -85,14 +85,27 @@ class ApplyFailed(EngineError):
         self.log_file = log_file
 
 
+class RefreshedResource(BaseModel):
+    """One resource as the engine read it back: its address, its engine type and its
+    attributes (held in memory only, never stored: they may hold sensitive values)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str
+    type: str
+    values: dict[str, Any] = Field(default_factory=dict)
+
+
 class Refresh(BaseModel):
     """What the engine found reading the stack's resources back: ``gone`` were deleted
-    outside skyc; ``managed`` is how many resources its state holds."""
+    outside skyc; ``managed`` is how many resources its state holds; ``resources``
+    are those still there, as read (empty where the engine does not report them)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     gone: list[str] = Field(default_factory=list)
     managed: int = 0
+    resources: list[RefreshedResource] = Field(default_factory=list)
 
 
 class Engine(Protocol):

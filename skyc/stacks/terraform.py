@@ -39,12 +39,14 @@ from skyc.stacks.terraform_output import (
     event,
     managed_count,
     parse_plan_json,
+    refreshed_resources,
 )
 
 NAME = "terraform"
 _INIT_MARK = ".terraform/skyc-init.sha256"
 
 PLAN_FILE = "skyc.tfplan"
+REFRESH_PLAN_FILE = "skyc-refresh.tfplan"  # read, then removed
 DEFAULT_APPLY_TIMEOUT_S = 3600.0
 _KILL_GRACE_S = 30.0
 # How long plan/apply/destroy wait for the state lock, e.g. held by a terraform
@@ -315,15 +317,23 @@ class TerraformEngine:
 
     def refresh(self) -> Refresh:
         """A refresh-only plan: every resource read back from the cloud, nothing changed."""
+        saved = self.workspace / REFRESH_PLAN_FILE
         rc, lines, diags = self._run(
-            "refresh", ["plan", "-refresh-only", "-json", "-input=false", "-lock-timeout=60s"],
+            "refresh", ["plan", "-refresh-only", "-json", "-input=false", "-lock-timeout=60s",
+                        f"-out={REFRESH_PLAN_FILE}"],
             timeout_s=600, json_lines=True,
         )
         if rc != 0:
+            saved.unlink(missing_ok=True)
             raise self._fail("refresh", lines, diags)
         gone = drift_deleted("\n".join(lines))
+        try:
+            read = self._capture_json("show", ["show", "-json", "-no-color", REFRESH_PLAN_FILE])
+        finally:
+            saved.unlink(missing_ok=True)
         state = self._capture_json("show", ["show", "-json", "-no-color"])
-        return Refresh(gone=gone, managed=managed_count(state))
+        return Refresh(gone=gone, managed=managed_count(state),
+                       resources=refreshed_resources(read))
 
     def destroy(self, progress: ProgressCallback | None = None) -> None:
         self.ensure_init()

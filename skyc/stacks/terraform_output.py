@@ -8,7 +8,7 @@ from typing import Any
 
 from skyc.errors import EngineError
 from skyc.stacks.diagnostics import Diagnostic
-from skyc.stacks.engine import ProgressEvent, ResourceChange
+from skyc.stacks.engine import ProgressEvent, RefreshedResource, ResourceChange
 
 ENGINE = "terraform"
 
@@ -91,3 +91,15 @@ def managed_count(doc: dict[str, Any]) -> int:
     """Managed resources in ``terraform show -json`` of the state."""
     resources = ((doc.get("values") or {}).get("root_module") or {}).get("resources") or []
     return sum(1 for r in resources if r.get("mode") == "managed")
+
+
+def refreshed_resources(doc: dict[str, Any]) -> list[RefreshedResource]:
+    """The managed resources of a saved refresh-only plan (``terraform show -json``) as
+    read back: its ``prior_state`` is the refreshed state, without what was deleted."""
+    root = (((doc.get("prior_state") or {}).get("values") or {}).get("root_module")) or {}
+    return sorted(
+        (RefreshedResource(address=str(r["address"]), type=str(r["type"]),
+                           values=dict(r.get("values") or {}))
+         for r in root.get("resources") or [] if r.get("mode") == "managed"),
+        key=lambda r: r.address,
+    )

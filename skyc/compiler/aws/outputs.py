@@ -29,3 +29,21 @@ def nodes(
              host=str(pub or priv), port=22, user=user, identity_file=key)
         for rank, (priv, pub) in enumerate(zip(private, public, strict=True))
     ]
+
+
+def ssh_proxy_command(config: SkycConfig, region: str | None) -> str | None:
+    """The command the config routes SSH to this region's nodes through
+    (``aws.ssh_proxy_command``: one for every region, or one per region), or None."""
+    setting = config.aws.ssh_proxy_command
+    if isinstance(setting, dict):
+        return setting.get(region) if region else None
+    return setting
+
+
+def stopped(resource_type: str, values: dict[str, Any]) -> bool | None:
+    """Whether a resource read back by the engine is a node that is stopped (True), a
+    node that runs (False), or not a node at all (None)."""
+    if resource_type not in ("aws_instance", "aws:ec2/instance:Instance"):
+        return None
+    state = values.get("instance_state") or values.get("instanceState")
+    return state in ("stopping", "stopped")
