@@ -38,7 +38,18 @@ from skyc.errors import ConfigError
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Validators are built on first validation: a run without a config file builds none.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+def _section(model: type[BaseModel]) -> Any:
+    """The field of a section left out of the file: the model with its own defaults,
+    made without validating them (they are valid as written), so building no validator."""
+
+    def empty() -> BaseModel:
+        return model.model_construct()
+
+    return Field(default_factory=empty)
 
 
 class AwsConfig(_Model):
@@ -98,7 +109,7 @@ _SECRET_KEY = re.compile(r"secret|password|token|access_key|credential|sas|clien
 
 class SkycConfig(_Model):
     infra: list[str] | None = None
-    aws: AwsConfig = Field(default_factory=AwsConfig)
+    aws: AwsConfig = _section(AwsConfig)
     backend: dict[str, dict[str, Any]] | None = None
 
     @field_validator("backend")
@@ -119,7 +130,7 @@ class SkycConfig(_Model):
         return value
     ssh_pools: dict[str, SshPool] = Field(default_factory=dict)
     engine: EngineName | dict[str, EngineName] | None = None
-    pulumi: PulumiConfig = Field(default_factory=PulumiConfig)
+    pulumi: PulumiConfig = _section(PulumiConfig)
     policy: str | None = None  # a policy file's path (skyc.review.policy)
 
     def engine_for(self, target: str) -> tuple[str | None, str | None]:
@@ -127,10 +138,10 @@ class SkycConfig(_Model):
         if isinstance(self.engine, dict):
             return self.engine.get(target), self.engine.get("default")
         return None, self.engine
-    kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
-    azure: AzureConfig = Field(default_factory=AzureConfig)
-    gcp: GcpConfig = Field(default_factory=GcpConfig)
-    jobs: JobsConfig = Field(default_factory=JobsConfig)
+    kubernetes: KubernetesConfig = _section(KubernetesConfig)
+    azure: AzureConfig = _section(AzureConfig)
+    gcp: GcpConfig = _section(GcpConfig)
+    jobs: JobsConfig = _section(JobsConfig)
 
 
 def skyc_home() -> Path:
@@ -146,7 +157,7 @@ def load_config(path: Path | None = None) -> SkycConfig:
     """Read the config file; a missing file is an empty config."""
     path = path or config_path()
     if not path.exists():
-        return SkycConfig()
+        return SkycConfig.model_construct()  # every default, with no validator built
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:

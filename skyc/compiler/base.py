@@ -57,7 +57,8 @@ class BuildRequest(BaseModel):
     """One cluster to lower: its name, placement and resources, the config, and the
     workspace its stack is written to."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built on first use: a target's record (plan, check) needs no lowering request.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     cluster: str
     placement: Placement

@@ -44,7 +44,8 @@ FORMAT_VERSION = "1.0"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Validators are built when a plan file is first written or read.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class PlanOptions(_Model):

@@ -40,7 +40,8 @@ POLICY_FILE = "skyc-policy.yaml"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Validators are built when a policy is first read: a plan without one builds none.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Quota(_Model):

@@ -26,7 +26,7 @@ def is_subscription_id(value: str) -> bool:
 
 
 class AzureConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use
 
     subscription_id: str | None = None
 

@@ -28,7 +28,7 @@ def is_project_id(value: str) -> bool:
 
 
 class GcpConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use
 
     project: str | None = None
 
