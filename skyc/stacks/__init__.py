@@ -2,30 +2,58 @@
 
 from __future__ import annotations
 
-from skyc.stacks.diagnostics import Diagnostic
-from skyc.stacks.engine import (
-    ApplyFailed,
-    Engine,
-    ProgressCallback,
-    ProgressEvent,
-    Refresh,
-    ResourceChange,
-    StackDiff,
-)
-from skyc.stacks.engines import emit, engine_names, open_engine, stack_engine, write_stack
-from skyc.stacks.model import (
-    Block,
-    LocalCommand,
-    Output,
-    Provider,
-    Ref,
-    Resource,
-    Stack,
-    Var,
-    Variable,
-)
-from skyc.stacks.terraform_json import STACK_FILE, to_terraform
-from skyc.stacks.workspace import check_cluster_name, cluster_workspace, has_stack
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skyc.stacks.diagnostics import Diagnostic
+    from skyc.stacks.engine import (
+        ApplyFailed,
+        Engine,
+        ProgressCallback,
+        ProgressEvent,
+        Refresh,
+        ResourceChange,
+        StackDiff,
+    )
+    from skyc.stacks.engines import emit, engine_names, open_engine, stack_engine, write_stack
+    from skyc.stacks.model import (
+        Block,
+        LocalCommand,
+        Output,
+        Provider,
+        Ref,
+        Resource,
+        Stack,
+        Var,
+        Variable,
+    )
+    from skyc.stacks.terraform_json import STACK_FILE, to_terraform
+    from skyc.stacks.workspace import check_cluster_name, cluster_workspace, has_stack
+
+# Each name's module, imported on first use: a command that needs one of them (a
+# cluster's workspace directory, the Stack model) does not load every engine's module.
+_EXPORTS = {
+    "Diagnostic": "diagnostics", "ApplyFailed": "engine", "Engine": "engine",
+    "ProgressCallback": "engine", "ProgressEvent": "engine", "Refresh": "engine",
+    "ResourceChange": "engine", "StackDiff": "engine", "emit": "engines",
+    "engine_names": "engines", "open_engine": "engines", "stack_engine": "engines",
+    "write_stack": "engines", "Block": "model", "LocalCommand": "model", "Output": "model",
+    "Provider": "model", "Ref": "model", "Resource": "model", "Stack": "model",
+    "Var": "model", "Variable": "model", "STACK_FILE": "terraform_json",
+    "to_terraform": "terraform_json", "check_cluster_name": "workspace",
+    "cluster_workspace": "workspace", "has_stack": "workspace",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "STACK_FILE",

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from skyc.errors import UnsupportedFeature
-from skyc.stacks.engine import Engine
-from skyc.stacks.model import Stack
+
+if TYPE_CHECKING:  # finding a workspace's engine loads neither
+    from skyc.stacks.engine import Engine
+    from skyc.stacks.model import Stack
 
 ENGINES: dict[str, str] = {
     "terraform": "skyc.stacks.terraform",
