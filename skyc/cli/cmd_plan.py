@@ -30,6 +30,7 @@ from skyc.cli.output import console
 from skyc.cli.plan_stacks import plan_stacks, print_stacks
 
 if TYPE_CHECKING:
+    from skyc.optimizer.pipeline_cost import RunCost
     from skyc.optimizer.plan import Placement, Plan
 
 _OPTIMIZE_HELP = (
@@ -53,7 +54,8 @@ def _prices(p: dict[str, Any]) -> None:
 
 
 def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None,
-                  notes: dict[str, Any] | None = None) -> dict[str, Any]:
+                  notes: dict[str, Any] | None = None, run: RunCost | None = None
+                  ) -> dict[str, Any]:
     """The JSON document of ``skyc plan --format json``.
 
     Every placement carries ``hourly_cost`` (USD/hour, all nodes; the Plan's own
@@ -61,6 +63,12 @@ def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None,
     ``stacks`` (one entry per cluster, from
     :func:`skyc.cli.plan_stacks.stack_entry`) and ``notes`` (the plan's scope:
     plan-only clouds, skipped ones, a cheaper disabled cloud) are added when given.
+    ``run_cost`` (:class:`skyc.optimizer.pipeline_cost.RunCost`): per step its
+    ``hours`` (None without a duration), ``duration_source`` ("task", or "time model"
+    for a duration measured on other hardware, with ``duration_note``) and ``cost``;
+    ``total_cost`` and ``total_hours`` only when every step has a duration
+    (``missing_duration`` names the others); serial steps' hours add up, parallel
+    tasks' take the longest; ``egress_cost`` is part of the total.
     """
     doc = plan.model_dump(mode="json")
     doc["tasks"] = [
@@ -76,6 +84,8 @@ def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None,
         doc["stacks"] = stacks
     if notes:
         doc["notes"] = notes
+    if run is not None:
+        doc["run_cost"] = run.model_dump(mode="json")
     return doc
 
 
@@ -142,9 +152,10 @@ def _rows(plan: Plan, index: int, odd: set[int]) -> list[tuple[str, ...]]:
     return out
 
 
-def _print_plan(plan: Plan, parallel: bool = False, odd: set[int] | None = None
-                ) -> None:
-    from skyc.cli.output import fitted_table, print_table
+def _print_plan(plan: Plan, parallel: bool = False, odd: set[int] | None = None,
+                run: RunCost | None = None) -> None:
+    from skyc.cli.output import fitted_table, print_table, print_text
+    from skyc.cli.plan_cost import print_run_cost, total_line
 
     for index, tp in enumerate(plan.tasks):
         table = fitted_table(f"task {tp.name}", _COLUMNS, _rows(plan, index, odd or set()),
@@ -153,12 +164,16 @@ def _print_plan(plan: Plan, parallel: bool = False, odd: set[int] | None = None
         print_table(table)
         note = _egress_note(plan, index)
         if note:
-            console.print(f"  note: {note}", soft_wrap=True, markup=False)
-    console.print(_verdict(plan, parallel), soft_wrap=True, markup=False)
+            print_text(f"  note: {note}")
+    if run is not None:
+        print_run_cost(run, plan)
+    print_text(_verdict(plan, parallel))
+    if run is not None and (len(run.steps) > 1 or run.total_cost is not None):
+        print_text(total_line(run))
     if odd:
-        console.print("suspicious: priced far below the same instance type in other regions "
-                      "(a catalog error?); planned only because the task pins that type and "
-                      "region", soft_wrap=True, markup=False)
+        print_text("suspicious: priced far below the same instance type in other regions "
+                   "(a catalog error?); planned only because the task pins that type and "
+                   "region")
 
 
 def _step(tp: Any) -> str:
@@ -340,15 +355,21 @@ def plan_cmd(
     plan = run_optimizer(tasks, cat, target="time" if optimize == "time" else "cost",
                          infra=where, edges=[] if parallel else None)
     _check_node_limits(plan)
+    from skyc.cli.plan_cost import durations_of
+    from skyc.optimizer.pipeline_cost import run_cost
+
+    run = run_cost(plan, durations_of(tasks), "parallel" if parallel else "serial")
     lines = scope_lines(scope)
     cheaper = cheaper_elsewhere(tasks, plan, scope, config, infra=where, catalog_dir=catalog,
                                 target=optimize, parallel=parallel)
     if cheaper:
         lines.append(cheaper_line(cheaper, plan))
     if fmt == "table":
-        _print_plan(plan, parallel, suspicious_placements(plan, cat))
+        from skyc.cli.output import print_text
+
+        _print_plan(plan, parallel, suspicious_placements(plan, cat), run)
         for line in lines:
-            console.print(line, soft_wrap=True, markup=False)
+            print_text(line)
     else:
         for line in lines:
             print_warning(line)
@@ -384,7 +405,7 @@ def plan_cmd(
         notes = {k: v for k, v in (("plan_only", list(scope.plan_only)),
                                    ("skipped", list(scope.skipped)),
                                    ("cheaper_elsewhere", cheaper)) if v}
-        doc = plan_document(plan, stacks, notes)
+        doc = plan_document(plan, stacks, notes, run)
         comment = review_outputs(doc, fmt=fmt, tasks=tasks, plan=plan, names=clusters,
                                  stacks=stacks, policy=policy, config=config, engine=engine,
                                  hours=hours, out=out)

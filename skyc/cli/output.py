@@ -173,3 +173,9 @@ def fitted_table(title: str | None, columns: Sequence[str], rows: Sequence[Seque
 def print_table(table: Any) -> None:
     """Print a table on stdout (its width already fitted, see :func:`fitted_table`)."""
     console.print(table, soft_wrap=False, crop=False)
+
+
+def print_text(text: str) -> None:
+    """A line of prose on stdout (no markup): on a terminal, wrapped between words at
+    its width; into a pipe or a file, one line whatever its length."""
+    console.print(text, soft_wrap=not console.is_terminal, markup=False)

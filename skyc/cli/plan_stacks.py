@@ -275,8 +275,8 @@ def print_policy(result: dict[str, Any] | None) -> None:
         print_line(f"  {v['rule']}: {where}{v['message']}")
 
 
-# ``skyc plan --format json``'s version: 1.1 added ``cost`` and ``policy``.
-PLAN_JSON_VERSION = "1.1"
+# ``skyc plan --format json``'s version: 1.1 added ``cost`` and ``policy``; 1.2 ``run_cost``.
+PLAN_JSON_VERSION = "1.2"
 
 
 def review_outputs(

@@ -102,16 +102,24 @@ def _strip(tp: Any) -> Any:
     return tp
 
 
+def _fields(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's fields by the name a task file writes (the alias: ``_metadata``)."""
+    return {f.alias or name: f for name, f in model.model_fields.items()}
+
+
 def model_at(tp: Any, loc: Loc) -> type[BaseModel] | None:
     """The model class found at ``loc`` inside type ``tp``, following pydantic's
     error locations (list indexes, dict keys, union tags)."""
     tp = _strip(tp)
     is_model = isinstance(tp, type) and issubclass(tp, BaseModel)
+    if not loc and not is_model and get_origin(tp) in (Union, types.UnionType):
+        # An optional section (``Model | None``): the model it holds.
+        return next(filter(None, (model_at(m, ()) for m in get_args(tp))), None)
     if not loc:
         return tp if is_model else None
     head, rest = loc[0], loc[1:]
     if is_model:
-        field = tp.model_fields.get(head) if isinstance(head, str) else None
+        field = _fields(tp).get(head) if isinstance(head, str) else None
         return model_at(field.annotation, rest) if field is not None else None
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
@@ -190,7 +198,7 @@ def _message(err: Any, root: type[BaseModel], clean: Loc) -> tuple[str, str | No
     if kind == "extra_forbidden":
         key = str(raw_loc[-1])
         parent = model_at(root, raw_loc[:-1])
-        names = sorted(parent.model_fields) if parent is not None else []
+        names = sorted(_fields(parent)) if parent is not None else []
         close = difflib.get_close_matches(key, names, n=1)
         msg = f"unknown field '{key}'"
         if key in ("any_of", "ordered") and len(raw_loc) > 2:

@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from skyc.task.metadata import Duration, TaskMetadata
 from skyc.task.resources import (
     NULLABLE_SCALAR_SCHEMA,
     FreeForm,
@@ -198,6 +199,16 @@ class Task(_Model):
     pool: PoolSpec | None = Field(
         default=None, description="validated as SkyPilot does; refused at apply for now"
     )
+    metadata: TaskMetadata | None = Field(
+        default=None, alias="_metadata",
+        description="free-form, as in SkyPilot; skyc reads _metadata.skyc (duration)"
+    )
+
+    @property
+    def duration(self) -> Duration | None:
+        """``_metadata.skyc.duration``: how long the task runs (None when not given)."""
+        skyc = self.metadata.skyc if self.metadata is not None else None
+        return skyc.duration if skyc is not None else None
 
     @property
     def outputs_size_gb(self) -> float:
