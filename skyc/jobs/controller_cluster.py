@@ -17,6 +17,7 @@ and installed with ``pip install --user`` (network to PyPI) when they do not.
 from __future__ import annotations
 
 import getpass
+import gzip
 import hashlib
 import io
 import shlex
@@ -157,13 +158,13 @@ def package_archive() -> tuple[bytes, str]:
     files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
                    and p.suffix != ".pyc")
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
+    with tarfile.open(fileobj=buf, mode="w") as tar:
         for path in files:
             data = path.read_bytes()
             member = tarfile.TarInfo(str(Path("skyc") / path.relative_to(root)))
             member.size, member.mode, member.mtime = len(data), 0o644, 0
             tar.addfile(member, io.BytesIO(data))
-    data = buf.getvalue()
+    data = gzip.compress(buf.getvalue(), compresslevel=6, mtime=0)
     return data, hashlib.sha256(data).hexdigest()[:16]
 
 

@@ -2,14 +2,14 @@
 
 Each command runs ``skyc jobs <cmd>`` on the controller's head node, over the same
 transport the node agent uses (SSH, or a local process), with the controller's own
-SKYC_HOME there (skyc.jobs.controller_cluster). A launch ships the task files there
-first, secret values taken out; the values (secrets, and every --env) travel on the
-command's stdin as JSON and are never written on either side.
+SKYC_HOME there (skyc.jobs.controller_cluster). A launch ships the task file there
+first, with the workdir and file_mounts it names and its secret values taken out
+(skyc.jobs.shipping); the values (secrets, and every --env) travel on the command's
+stdin as JSON and are never written on either side.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -134,16 +134,17 @@ class RemoteController:
                secrets: Mapping[str, str | None], reporter: LaunchReporter) -> int:
         """Submit the job to the controller cluster (brought up first); its id there."""
         from skyc.config import load_config
+        from skyc.preflight import check_task
         from skyc.task import load_tasks
 
         loaded = load_tasks(task_path, env=dict(envs), secrets=dict(secrets),
                             require_values=True).tasks
         for task in loaded:
-            self._refuse_local_paths(task)
+            check_task(task)   # a missing workdir is refused before anything is made
         config = load_config()
         info = self.up(reporter)
         self._refuse_without_credentials(loaded, config, info)
-        remote_task = self._ship(info, task_path, config)
+        remote_task = self._ship(info, task_path, loaded, config)
         values: dict[str, dict[str, str]] = {"envs": dict(envs), "secrets": {}}
         for task in loaded:
             values["secrets"].update(task.secret_values())
@@ -157,16 +158,6 @@ class RemoteController:
         except (ValueError, IndexError):
             raise SkycError(f"jobs controller cluster {self.name}: the launch answered no "
                             f"job id: {_tail(res.stdout + res.stderr)}") from None
-
-    def _refuse_local_paths(self, task: Task) -> None:
-        label = f"task '{task.name}'" if task.name else "the task"
-        for what, given in (("workdir", task.workdir), ("file_mounts", task.file_mounts)):
-            if given:
-                raise UnsupportedFeature(
-                    f"{label}: {what}: a managed job on the jobs controller cluster "
-                    f"{self.name} cannot take files of this machine yet",
-                    hint="fetch the code in setup (e.g. git clone), or remove "
-                    "jobs.controller from the config to run the controller here")
 
     def _refuse_without_credentials(self, tasks: Sequence[Task], config: SkycConfig,
                                     info: ClusterInfo) -> None:
@@ -191,27 +182,18 @@ class RemoteController:
                 "job on infra it can reach (resources.infra), or remove jobs.controller from "
                 "the config to run the controller here")
 
-    def _ship(self, info: ClusterInfo, task_path: Path, config: SkycConfig) -> str:
-        """Write the controller's config and the task file (secret values taken out)
-        on the controller; the task file's path there, relative to its work dir."""
-        import yaml
+    def _ship(self, info: ClusterInfo, task_path: Path, tasks: Sequence[Task],
+              config: SkycConfig) -> str:
+        """Write the controller's config and the job's bundle (skyc.jobs.shipping) on
+        the controller; the task file's path there, relative to its work dir."""
+        from skyc.jobs.shipping import bundle
 
-        from skyc.task.reading import read_text
+        shipped = bundle(task_path, tasks)
+        run_sync(self._upload(info, controller_config(config), shipped.data, shipped.digest))
+        return shipped.task_file
 
-        docs = list(yaml.safe_load_all(read_text(task_path, str(task_path))))
-        for doc in docs:
-            if isinstance(doc, dict) and isinstance(doc.get("secrets"), dict):
-                doc["secrets"] = {k: None for k in doc["secrets"]}
-        text = yaml.safe_dump_all(docs, sort_keys=False).encode()
-        digest = hashlib.sha256(text).hexdigest()[:16]
-        rel = f"../tasks/{digest}/{task_path.name}"
-        run_sync(self._upload(info, [
-            (controller_config(config), f"{ROOT}/home/config.yaml"),
-            (text, f"{ROOT}/tasks/{digest}/{task_path.name}"),
-        ]))
-        return rel
-
-    async def _upload(self, info: ClusterInfo, files: list[tuple[bytes, str]]) -> None:
+    async def _upload(self, info: ClusterInfo, config: bytes, data: bytes,
+                      digest: str) -> None:
         from skyc.runtime.transport import upload_bytes
 
         transport = head_transport(info)
@@ -220,9 +202,13 @@ class RemoteController:
                 await transport.connect(10)
             except TransportError as exc:
                 raise self._unreachable(exc.message) from None
-            for data, path in files:
-                await upload_bytes(transport, data, path.replace(ROOT, "~/.skyc-controller"),
-                                   0o600)
+            await upload_bytes(transport, config, "~/.skyc-controller/home/config.yaml", 0o600)
+            res = await transport.run(
+                f'd="{ROOT}/tasks/{digest}"; mkdir -p "$d" && tar xzf - -C "$d"', stdin=data,
+                timeout=600)
+            if res.exit_code != 0:
+                raise SkycError(f"jobs controller cluster {self.name}: cannot unpack the "
+                                f"job's files: {_tail(res.stderr)}")
         finally:
             await transport.close()
 

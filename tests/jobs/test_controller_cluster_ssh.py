@@ -99,14 +99,17 @@ def test_a_job_on_an_ssh_controller_cluster_survives_the_client_and_is_forwarded
                               "identity_file": str(pool.workspace / "id_ed25519")}},
         "jobs": {"controller": {"infra": "ssh/ctl"}},
     }))
+    jobs.write("src/step.sh", "echo step-from-the-workdir\n")
     jobs.write("train.yaml", """\
 name: ssh-ctl-train
+workdir: src
 resources:
   infra: local
 secrets:
   API_TOKEN: null
 run: |
   echo "running as $(id -un), token of ${#API_TOKEN} characters"
+  bash step.sh
   sleep 4
   echo done-training
 """)
@@ -121,6 +124,7 @@ run: |
     followed = jobs.ok("jobs", "logs", "1", "--follow", timeout=180)
     assert f"running as {node.user}, token of {len(SECRET)} characters" in followed.stdout
     assert "done-training" in followed.stdout
+    assert "step-from-the-workdir" in followed.stdout
     done = queue(jobs)[0]
     assert done["status"] == "SUCCEEDED", done
 
