@@ -7,6 +7,7 @@ local transport, as it reaches an SSH controller through asyncssh."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import yaml
@@ -176,3 +177,21 @@ def test_a_missing_workdir_is_refused_before_anything_is_made(jobs: Skyc) -> Non
     assert result.returncode == 1 and "Traceback" not in result.output, str(result)
     assert "workdir: nowhere is not a directory" in result.stderr
     assert jobs.clusters() == []
+
+
+def test_controller_up_brings_it_up_and_a_client_of_another_version_ships_its_own(
+        jobs: Skyc) -> None:
+    refused = jobs("jobs", "controller-up")
+    assert refused.returncode == 1 and "Traceback" not in refused.output, str(refused)
+    assert "no jobs.controller section" in refused.stderr
+    _controller_config(jobs)
+    assert queue(jobs) == []  # no controller cluster yet: nothing queued, nothing made
+    assert jobs.clusters() == []
+
+    name = jobs.ok("jobs", "controller-up").stdout.strip()
+    assert name.startswith("skyc-jobs-controller-") and jobs.clusters() == [name]
+    root = _controller_home(jobs, name).parent
+    (pkg,) = root.glob("pkg-*")
+    shutil.rmtree(pkg)  # as if the controller had another skyc version than this client
+    assert queue(jobs) == []
+    assert list(root.glob("pkg-*/.complete"))
