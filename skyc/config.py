@@ -17,6 +17,8 @@ Every section is optional::
         user: ubuntu
         identity_file: ~/.ssh/id_ed25519
         accelerators: A100:8
+    jobs:
+      controller: {infra: ssh/lab, resources: {cpus: 4+}}   # default: controllers run here
 """
 
 from __future__ import annotations
