@@ -469,13 +469,18 @@ def _absolute_paths(spec: JobSpec, cwd: Path) -> JobSpec:
     return spec.model_copy(update={"workdir": workdir, "file_mounts": mounts})
 
 
+def holder_gone(job: ManagedJob) -> bool:
+    """True when the job's lease holder was a process of this machine that has died."""
+    pid = job.controller_pid
+    if job.lease_owner is None or pid is None:
+        return False
+    return job.lease_owner.startswith(os.uname().nodename + ":") and not _running(pid)
+
+
 def _wait_for(job: ManagedJob, ttl: float) -> float:
     """How long to wait for the lease: until it expires when its holder is a process
     of this machine that has died, not at all otherwise."""
-    pid = job.controller_pid
-    if job.lease_owner is None or pid is None:
-        return 0.0
-    if not job.lease_owner.startswith(os.uname().nodename + ":") or _running(pid):
+    if not holder_gone(job):
         return 0.0
     return max(0.0, (job.lease_until or 0) - time.time()) + ttl / 3
 

@@ -215,6 +215,27 @@ def _work(job_id: int, secrets: dict[str, str], envs: dict[str, str]) -> None:
             log.write(f"controller error: {type(exc).__name__}: {exc}\n")
             log.write(traceback.format_exc())
             log.flush()
+            _fail(job_id, f"controller error: {type(exc).__name__}: {exc}", log)
+
+
+def _fail(job_id: int, why: str, log: TextIO) -> None:
+    """End a job its worker could not: FAILED, its cluster torn down (else it would be
+    taken up again and again)."""
+    from skyc.jobs.controller import Controller
+    from skyc.jobs.lease import Lease
+
+    store = ManagedJobStore()
+    try:
+        lease = Lease(store, job_id)
+        lease.acquire()
+        with lease:
+            job = store.require(job_id)
+            if not job.done:
+                Controller(store, job_id, {}, lease, log)._finish("FAILED", why, job.cluster)
+    except Exception as exc:  # the database itself is failing: say so in the log
+        log.write(f"could not mark managed job {job_id} FAILED: {exc}\n")
+    finally:
+        store.close()
 
 
 def _preload() -> None:

@@ -58,10 +58,11 @@ def hand_off(job_id: int, secrets: Mapping[str, str], envs: Mapping[str, str],
 
 
 def unsupervised(jobs: list[ManagedJob], now: float | None = None) -> list[ManagedJob]:
-    """Unfinished jobs no live controller holds."""
-    now = time.time() if now is None else now
-    return [j for j in jobs if not j.done
-            and (j.lease_owner is None or (j.lease_until or 0) < now)]
+    """Unfinished jobs no live controller holds: a free or expired lease, or one
+    whose holder was a process of this machine that is gone."""
+    from skyc.jobs.submit import controller_alive
+
+    return [j for j in jobs if not j.done and not controller_alive(j, now)]
 
 
 def revive() -> tuple[int, int] | None:

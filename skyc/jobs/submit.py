@@ -115,8 +115,14 @@ def read_secrets(text: str) -> dict[str, dict[str, str]]:
     return {key: {str(k): str(v) for k, v in part.items()} for key, part in parts.items()}
 
 
-def controller_alive(job: ManagedJob) -> bool:
-    return job.lease_owner is not None and (job.lease_until or 0) > time.time()
+def controller_alive(job: ManagedJob, now: float | None = None) -> bool:
+    """True while a controller holds the job's lease: it has not expired, and its
+    holder, when it is a process of this machine, still runs."""
+    from skyc.jobs.controller import holder_gone
+
+    now = time.time() if now is None else now
+    return (job.lease_owner is not None and (job.lease_until or 0) > now
+            and not holder_gone(job))
 
 
 def cancel(job_ids: list[int], *, wait_s: float = 300.0) -> list[tuple[int, str]]:

@@ -1,11 +1,15 @@
 """Managed-job fixtures: ``python -m skyc`` as real subprocesses on the ``local`` infra,
-with a short poll interval and lease, and no controller left running afterwards."""
+with a short poll interval, lease and controller idle time, and no controller left
+running afterwards."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,18 +25,44 @@ from tests.e2e.conftest import (
 
 @pytest.fixture
 def jobs(skyc: Skyc) -> Iterator[Skyc]:  # noqa: F811
-    skyc.env.update({"SKYC_JOBS_POLL_S": "0.3", "SKYC_JOBS_LEASE_S": "3"})
+    skyc.env.update({"SKYC_JOBS_POLL_S": "0.3", "SKYC_JOBS_LEASE_S": "3",
+                     "SKYC_JOBS_IDLE_S": "5"})
     try:
         yield skyc
     finally:
-        for job in queue(skyc):
-            pid = job.get("controller_pid")
-            if pid and job["status"] not in TERMINAL:
-                with _suppress():
-                    os.kill(pid, signal.SIGKILL)
+        stop_controllers(skyc.home)
 
 
 TERMINAL = {"SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED"}
+
+
+def daemon_pid(home: Path) -> int | None:
+    """The managed-jobs controller's pid while one holds its lock, else None."""
+    lock = home / "jobs" / "controller.lock"
+    try:
+        with lock.open() as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return int(lock.read_text().split()[0])
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def stop_controllers(home: Path) -> None:
+    """SIGKILL the controller and any foreground one of an unfinished job (read from the
+    state database directly: a `skyc jobs` command would start the controller again)."""
+    pids = {daemon_pid(home)}
+    db = home / "state.db"
+    if db.exists():
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            rows = conn.execute("SELECT controller_pid, status FROM managed_jobs").fetchall()
+        pids |= {pid for pid, status in rows if status not in TERMINAL}
+    for pid in pids - {None}:
+        with _suppress():
+            os.kill(pid, signal.SIGKILL)  # type: ignore[arg-type]
 
 
 class _suppress:

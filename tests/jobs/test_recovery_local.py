@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from tests.e2e.conftest import Skyc, pid_alive, wait_until
-from tests.jobs.conftest import job, kill_node, node_pids, wait_for
+from tests.jobs.conftest import daemon_pid, job, kill_node, node_pids, wait_for
 
 # The checkpoint convention: a directory that outlives the cluster, named by the
 # task id (stable across recoveries), read back by the recovered run.
@@ -137,26 +137,28 @@ run: |
     jobs.ok("jobs", "launch", "long.yaml", "-y", "-d")
     running = wait_for(jobs, 1, lambda j: j["status"] == "RUNNING")
     pid = running["controller_pid"]
-    assert pid and pid_alive(pid)
+    assert pid and pid_alive(pid) and pid == daemon_pid(jobs.home)
+    assert running["controller"] == "alive"
 
-    # Two controllers never supervise one job: a second one is refused while the
-    # first holds the lease.
+    # Two controllers never supervise one job: a foreground one is refused while the
+    # controller process holds the job's lease.
     second = jobs("jobs", "controller", "1", timeout=60)
     assert second.returncode != 0
     assert "supervised by another controller" in second.stderr, str(second)
     assert "Traceback" not in second.output
 
-    assert running["controller"] == "alive"
     os.kill(pid, signal.SIGKILL)
     assert wait_until(lambda: not pid_alive(pid), timeout=10)
-    # The queue says so once the dead controller's lease has lapsed.
-    assert wait_for(jobs, 1, lambda j: j["controller"] == "gone", timeout=20)["status"] == (
-        "RUNNING")
-    resumed = jobs.popen("jobs", "controller", "1")
-    wait_for(jobs, 1, lambda j: j["controller_pid"] == resumed.pid, timeout=30)
+    # The next `skyc jobs` command notices the job has no controller and starts one,
+    # which takes the job over once the dead one's lease has expired.
+    revived = jobs.ok("jobs", "queue")
+    assert "controller was not running: restarted it" in revived.stderr, str(revived)
+    resumed = wait_for(jobs, 1, lambda j: j["controller_pid"] not in (None, pid)
+                       and j["controller"] == "alive", timeout=30)
+    assert resumed["controller_pid"] == daemon_pid(jobs.home)
+    assert "restarted" not in jobs.ok("jobs", "queue").stderr   # said once, not again
     go.touch()
     done = wait_for(jobs, 1, lambda j: j["status"] in ("SUCCEEDED", "FAILED"), timeout=120)
-    assert resumed.wait(timeout=60) == 0
 
     assert done["status"] == "SUCCEEDED", done
     assert runs.read_text().split() == ["run"]          # watched, not started again
@@ -164,6 +166,36 @@ run: |
     assert [e["status"] for e in done["trail"]].count("RECOVERING") == 0
     assert "resuming supervision" in jobs.ok("jobs", "logs", "1", "--controller").stdout
     assert not _cluster_left(jobs, "skyc-job-1")
+
+
+def test_controller_restart_starts_a_dead_controller_explicitly(
+        jobs: Skyc, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    jobs.write("long.yaml", f"""\
+name: long
+resources:
+  infra: local
+run: |
+  while [ ! -f {go} ]; do sleep 0.2; done
+""")
+    jobs.ok("jobs", "launch", "long.yaml", "-y", "-d")
+    pid = wait_for(jobs, 1, lambda j: j["status"] == "RUNNING")["controller_pid"]
+    os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: not pid_alive(pid), timeout=10)
+
+    started = jobs.ok("jobs", "controller", "--restart")
+    new_pid = daemon_pid(jobs.home)
+    assert new_pid and new_pid != pid
+    assert started.stdout.strip() == f"managed-jobs controller started (pid {new_pid})"
+    again = jobs.ok("jobs", "controller", "--restart")
+    assert again.stdout.strip() == f"managed-jobs controller already runs (pid {new_pid})"
+    # A second controller process started by hand sees the first and exits at once.
+    extra = jobs.ok("jobs", "controller", timeout=60)
+    assert f"already runs (pid {new_pid})" in extra.stdout
+    wait_for(jobs, 1, lambda j: j["controller_pid"] == new_pid, timeout=30)
+    go.touch()
+    done = wait_for(jobs, 1, lambda j: j["status"] in ("SUCCEEDED", "FAILED"), timeout=120)
+    assert done["status"] == "SUCCEEDED" and len(done["attempts"]) == 1, done
 
 
 def test_cancel_stops_the_run_and_leaves_nothing_running(jobs: Skyc) -> None:
