@@ -7,9 +7,11 @@ binary, the real node agent):
    destroy), and to the job running again. Terraform commands are timed by the shared
    wrapper in _timing.py.
 2. memory: ``--jobs`` (100) short managed jobs, each running until all of them run
-   (so all are supervised at once); each has its own controller process. Sampled
-   every 0.5 s from /proc: the peak number of live controllers, the peak of their
-   summed RSS, and the median RSS of one.
+   (so all are supervised at once), all by the one controller process of the
+   SKYC_HOME. Sampled every 0.5 s from /proc: the peak number of controller
+   processes, the controller's peak RSS, and, separately, the peak summed RSS of the
+   processes it spawned (terraform, and the local nodes' agents and runs: its
+   descendants, and every process whose HOME is a node directory of this SKYC_HOME).
 
     python benchmarks/bench_controller.py [--runs 3] [--jobs 100] [--budget 60]
 
@@ -92,7 +94,7 @@ def recovery_once(tmp: Path, terraform: str) -> dict[str, float]:
     cwd.mkdir(parents=True)
     log = tmp / "tf.log"
     env = bench_env(SKYC_HOME=str(home), SKYC_TERRAFORM=str(terraform_wrapper(tmp, terraform)),
-                    SKYC_BENCH_TF_LOG=str(log), PYTHONPATH=str(ROOT))
+                    SKYC_BENCH_TF_LOG=str(log), PYTHONPATH=str(ROOT), SKYC_JOBS_IDLE_S="2")
     (cwd / "job.yaml").write_text("name: bench\nresources:\n  infra: local\n"
                                   "run: sleep 600\n")
     job_id = int(_skyc(env, cwd, "jobs", "launch", "job.yaml", "-y", "-d").strip())
@@ -106,33 +108,60 @@ def recovery_once(tmp: Path, terraform: str) -> dict[str, float]:
     destroyed = next(i for i, (_, op) in enumerate(after) if op == "destroy")
     first_apply = next(t for t, op in after[destroyed:] if op == "apply")
     _skyc(env, cwd, "jobs", "cancel", str(job_id))
+    _wait_controller_exit(home)
     return {"noticed": noticed - lost, "first_apply": first_apply - lost,
             "running_again": running_again - lost}
 
 
-def _controllers() -> dict[int, int]:
-    """pid -> RSS bytes of every ``skyc jobs controller`` process."""
+def _processes(home: Path) -> dict[int, tuple[int, int, bool, bool]]:
+    """pid -> (parent pid, RSS bytes, is a controller of ``home``, runs on a node of it)."""
     found = {}
     page = os.sysconf("SC_PAGE_SIZE")
+    mine = f"SKYC_HOME={home}".encode()
+    nodes = f"HOME={home / 'clusters'}".encode()
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             argv = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
-            if b"jobs" not in argv or b"controller" not in argv:
-                continue
+            env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+            ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
             rss_pages = int(Path(f"/proc/{name}/statm").read_text().split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        found[int(name)] = rss_pages * page
+        controller = argv[-3:] == [b"jobs", b"controller", b""] and mine in env
+        on_node = any(e.startswith(nodes) for e in env)
+        found[int(name)] = (ppid, rss_pages * page, controller, on_node)
     return found
+
+
+def _sample(home: Path) -> tuple[int, int, int, int]:
+    """(controller processes, their RSS, spawned processes, their RSS) in bytes."""
+    procs = _processes(home)
+    controllers = {pid for pid, p in procs.items() if p[2]}
+    spawned = set()
+    for pid, (_, _, controller, on_node) in procs.items():
+        seen, up = 0, procs.get(pid, (0, 0, False, False))[0]
+        while up > 1 and up not in controllers and seen < 64:
+            up, seen = procs.get(up, (0, 0, False, False))[0], seen + 1
+        if not controller and (on_node or up in controllers):
+            spawned.add(pid)
+    return (len(controllers), sum(procs[p][1] for p in controllers),
+            len(spawned), sum(procs[p][1] for p in spawned))
+
+
+def _wait_controller_exit(home: Path, timeout: float = 60.0) -> None:
+    """Until the controller of ``home`` has exited (it does once idle)."""
+    deadline = time.monotonic() + timeout
+    while _sample(home)[0] and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def memory(tmp: Path, jobs: int, terraform: str) -> dict[str, float]:
     home, cwd = tmp / "home", tmp / "project"
     cwd.mkdir(parents=True)
     env = bench_env(SKYC_HOME=str(home), SKYC_TERRAFORM=terraform, PYTHONPATH=str(ROOT),
-                    SKYC_JOBS_POLL_S="2")
+                    SKYC_JOBS_POLL_S="2", SKYC_JOBS_IDLE_S="2")
     go = tmp / "go"
     # Each job runs until every job is running: all of them are supervised at once.
     (cwd / "short.yaml").write_text("name: short\nresources:\n  infra: local\n"
@@ -143,27 +172,38 @@ def memory(tmp: Path, jobs: int, terraform: str) -> dict[str, float]:
     finally:  # whatever happened, leave no job (nor its controller) behind
         subprocess.run(skyc_command("jobs", "cancel", "--all"), cwd=cwd, env=env,
                        capture_output=True, stdin=subprocess.DEVNULL, timeout=900, check=False)
+        _wait_controller_exit(home)
 
 
 def _supervised(env: dict[str, str], cwd: Path, jobs: int, go: Path,
                 t0: float) -> dict[str, float]:
+    home = Path(env["SKYC_HOME"])
+    peak = [0, 0, 0, 0]   # controllers, their RSS, spawned processes, their RSS
+    at_all_running: tuple[int, int, int, int] | None = None
+
+    def sample() -> tuple[int, int, int, int]:
+        now = _sample(home)
+        peak[:] = [max(a, b) for a, b in zip(peak, now, strict=True)]
+        return now
+
     for _ in range(jobs):
         _skyc(env, cwd, "jobs", "launch", "short.yaml", "-y", "-d")
-    peak_count, peak_rss, one = 0, 0, []
+        sample()
     while True:
-        live = _controllers()
-        peak_count = max(peak_count, len(live))
-        peak_rss = max(peak_rss, sum(live.values()))
-        one += list(live.values())
+        now = sample()
         queue = _queue(env, cwd)
         if not go.exists() and sum(j["status"] == "RUNNING" for j in queue) == jobs:
+            at_all_running = now
             go.touch()
         if sum(j["status"] in TERMINAL for j in queue) == jobs:
             break
         time.sleep(0.5)
     statuses = sorted({j["status"] for j in _queue(env, cwd)})
-    return {"peak_controllers": peak_count, "peak_rss_mib": peak_rss / 2**20,
-            "median_rss_mib": statistics.median(one) / 2**20 if one else 0.0,
+    steady = at_all_running or (0, 0, 0, 0)
+    return {"peak_controllers": peak[0], "peak_controller_rss_mib": peak[1] / 2**20,
+            "peak_spawned": peak[2], "peak_spawned_rss_mib": peak[3] / 2**20,
+            "running_controller_rss_mib": steady[1] / 2**20,
+            "running_spawned": steady[2], "running_spawned_rss_mib": steady[3] / 2**20,
             "seconds": time.monotonic() - t0, "statuses": statuses}  # type: ignore[dict-item]
 
 
@@ -191,9 +231,13 @@ def main() -> int:
     if not args.skip_memory:
         with tempfile.TemporaryDirectory() as tmp:
             mem = memory(Path(tmp), args.jobs, terraform)
-        print(f"memory, {args.jobs} short jobs: peak {mem['peak_controllers']:.0f} live "
-              f"controllers, peak RSS {mem['peak_rss_mib']:.0f} MiB in all, median "
-              f"{mem['median_rss_mib']:.1f} MiB per controller; all ended in "
+        print(f"memory, {args.jobs} short jobs: {mem['peak_controllers']:.0f} controller "
+              f"process(es) at most; controller RSS {mem['running_controller_rss_mib']:.0f} MiB"
+              f" with all {args.jobs} running (peak {mem['peak_controller_rss_mib']:.0f} MiB);"
+              f" spawned processes (terraform, node agents, runs) "
+              f"{mem['running_spawned']:.0f} using {mem['running_spawned_rss_mib']:.0f} MiB "
+              f"then (peak {mem['peak_spawned']:.0f} using "
+              f"{mem['peak_spawned_rss_mib']:.0f} MiB); all ended in "
               f"{mem['seconds']:.0f} s ({mem['statuses']})")
     print(load_average())
     if medians["first_apply"] > args.budget:
