@@ -100,7 +100,7 @@ def show_gpus(
     A price far below the same type's elsewhere is flagged as suspicious.
     """
     from skyc.catalog import OfferQuery
-    from skyc.cli.output import console, fitted_table, print_table
+    from skyc.cli.output import fitted_table, print_table, print_text
     from skyc.config import load_config
     from skyc.errors import InfeasibleError
     from skyc.infra import catalog_for
@@ -135,17 +135,15 @@ def show_gpus(
         print_table(fitted_table(None, cols, _summary_rows(offers, names),
                                  right=("from $/hr per accelerator",)))
         more = "" if all_names else "; -a lists every accelerator"
-        console.print(f"show one with: skyc show-gpus NAME[:COUNT]{more}", soft_wrap=True,
-                      markup=False)
+        print_text(f"show one with: skyc show-gpus NAME[:COUNT]{more}")
         return
     cols = ("accelerator", "count", "cloud", "instance", "GiB/acc", "vCPUs", "$/hr/node",
             "spot $/hr/node", "region" if all_regions else "regions")
     print_table(fitted_table(None, cols, _detail_rows(offers, all_regions, cat),
                              right=("$/hr/node", "spot $/hr/node"),
                              drop=("GiB/acc", "vCPUs", "regions", "spot $/hr/node")))
-    console.print("prices: the lowest per row, USD per hour for one node; "
-                  + ("one row per region" if all_regions else "regions: how many offer it"),
-                  soft_wrap=True, markup=False)
+    print_text("prices: the lowest per row, USD per hour for one node; "
+               + ("one row per region" if all_regions else "regions: how many offer it"))
 
 
 def register(app: typer.Typer) -> None:
