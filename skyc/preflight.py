@@ -162,7 +162,7 @@ def check_cluster_reuse(
     """Refuse to run ``task`` on ``cluster`` when the cluster was named after another
     task whose name comes out the same (``job_names``: the tasks that ran there), unless
     the cluster was named explicitly with ``-c``."""
-    from skyc.launch import stack_safe_name
+    from skyc.cluster_names import stack_safe_name
 
     if explicit:
         return

@@ -346,7 +346,7 @@ def plan_cmd(
         )
     names: list[str] = []
     if diff:
-        from skyc.launch import cluster_names_for
+        from skyc.cluster_names import cluster_names_for
 
         names = cluster_names_for(tasks, cluster)
     config = load_config()
@@ -374,21 +374,24 @@ def plan_cmd(
         for line in lines:
             print_warning(line)
     from skyc.cli.plan_stacks import check_policy, plan_exit_code, print_policy, review_outputs
-    from skyc.launch import cluster_names_for
+    from skyc.cluster_names import cluster_names_for
 
     clusters = names or cluster_names_for(tasks, cluster)
     # Before the engine diff: a policy file that cannot be read fails fast.
     policy = check_policy(policy_file, task_file, tasks, plan, clusters, config)
     stacks = None
-    from skyc.review.planfile import Artifacts
+    artifacts = None
+    if diff or out is not None:  # the engine plans, for a saved plan
+        from skyc.review.planfile import Artifacts
 
-    artifacts = Artifacts()
+        artifacts = Artifacts()
     if diff:
         stacks = _diff_with_progress(tasks, plan, names, catalog=catalog, target=optimize,
                                      config=config, engine=engine, on_plan=artifacts)
     if out is not None:
         from skyc.cli.plan_stacks import save_plan
 
+        assert artifacts is not None
         save_plan(out, files_of, tasks, clusters, plan,
                   stacks or [], artifacts, config, infra=where, catalog=catalog,
                   optimize=optimize, engine=engine, cluster=cluster,

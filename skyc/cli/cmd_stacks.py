@@ -46,10 +46,10 @@ def compile_cmd(
         help="terraform or pulumi (default: the config's, else the "
         "target's first)."),
 ) -> None:
+    from skyc.cluster_names import cluster_names_for
     from skyc.compiler import build_stack, choose_engine
     from skyc.config import load_config
     from skyc.infra import catalog_for, plan_scope
-    from skyc.launch import cluster_names_for
     from skyc.optimizer import optimize
     from skyc.stacks import emit
     from skyc.task import load_tasks
