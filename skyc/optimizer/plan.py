@@ -15,7 +15,9 @@ PLAN_FORMAT_VERSION = "1.0"
 class Placement(BaseModel):
     """Where one task runs: one offer times ``num_nodes``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: validators are built on first use (a command that only carries a
+    # placement, such as exec, builds none).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     cloud: str                                  # aws, gcp, azure, kubernetes, local, ssh
     region: str | None = None                   # for ssh: the pool name
@@ -47,7 +49,7 @@ class Placement(BaseModel):
 
 
 class TaskPlan(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str
     placement: Placement
@@ -56,14 +58,14 @@ class TaskPlan(BaseModel):
 
 
 class CatalogSource(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     source: str                                 # "bundled" or a directory / URL
     date: str                                   # snapshot date, ISO 8601
 
 
 class Plan(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     format_version: str = PLAN_FORMAT_VERSION
     tasks: list[TaskPlan]
