@@ -23,15 +23,26 @@ HANDOFF_TIMEOUT_S = 30.0
 
 
 def spawn(hide: Collection[str] = ()) -> subprocess.Popen[bytes]:
-    """Start a controller process; ``hide``: names and values kept out of its environment."""
+    """Start a controller process; ``hide``: names and values kept out of its
+    environment, as are the names of every unfinished job's secrets."""
     from skyc.jobs.daemon import daemon_log_path
 
-    env = {k: v for k, v in os.environ.items() if k not in hide and v not in hide}
+    hidden = {*hide, *_secret_names()}
+    env = {k: v for k, v in os.environ.items() if k not in hidden and v not in hidden}
     env["PYDANTIC_DISABLE_PLUGINS"] = "1"
     with daemon_log_path().open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "skyc", "jobs", "controller"], stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+
+
+def _secret_names() -> set[str]:
+    store = ManagedJobStore()
+    try:
+        return {name for job in store.all_jobs() if not job.done
+                for name in (*job.spec.from_stdin, *job.spec.stdin_envs)}
+    finally:
+        store.close()
 
 
 def hand_off(job_id: int, secrets: Mapping[str, str], envs: Mapping[str, str],

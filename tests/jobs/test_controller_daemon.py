@@ -133,3 +133,29 @@ run: |
         assert done["status"] == "SUCCEEDED" and len(done["attempts"]) == 1, done
     assert sorted(runs.read_text().split()) == ["1", "2", "3"]   # none started twice
     assert _controllers(jobs.home) == [serving.pid]
+
+
+def test_a_restarted_controller_gets_no_secret_from_the_environment_that_restarts_it(
+        jobs: Skyc, tmp_path: Path) -> None:
+    go, out = tmp_path / "go", tmp_path / "out"
+    out.mkdir()
+    _task(jobs, go, out)
+    jobs.ok("jobs", "launch", "sec.yaml", "-y", "-d", "--secret", f"TOKEN={SECRETS[0]}")
+    pid = wait_for(jobs, 1, lambda j: j["status"] == "RUNNING")["controller_pid"]
+    os.kill(pid, 9)
+    assert wait_until(lambda: not pid_alive(pid), timeout=10)
+
+    # Whoever runs the next command has TOKEN in their environment.
+    queue = subprocess.run(
+        [sys.executable, "-m", "skyc", "jobs", "queue"], cwd=jobs.cwd,
+        env={**jobs.env, "TOKEN": SECRETS[1]}, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=120)
+    assert "restarted it" in queue.stderr, queue.stderr
+    assert wait_until(lambda: daemon_pid(jobs.home) not in (None, pid), timeout=30)
+    new_pid = daemon_pid(jobs.home)
+    environ = Path(f"/proc/{new_pid}/environ").read_bytes().split(b"\0")
+    assert not any(e.startswith(b"TOKEN=") for e in environ)
+    # It has not got the job's secret either: the job fails, naming it.
+    done = wait_for(jobs, 1, lambda j: j["status"] in ("SUCCEEDED", "FAILED"), timeout=60)
+    assert done["status"] == "FAILED" and "TOKEN" in done["failure"], done
+    assert jobs.clusters() == []
