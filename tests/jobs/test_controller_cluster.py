@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.e2e.conftest import Skyc
 from tests.jobs.conftest import TERMINAL, queue, wait_for
 
 SECRET = "s3cr3t-ctl-7f2a9c"
+
+
+@pytest.fixture(autouse=True)
+def _cancel_what_is_left(jobs: Skyc) -> Iterator[None]:
+    """A test that failed half-way leaves no job running on the controller cluster."""
+    yield
+    if (jobs.home / "config.yaml").exists():
+        jobs("jobs", "cancel", "--all", timeout=120)
 
 
 def _controller_config(jobs: Skyc, **controller: object) -> None:
