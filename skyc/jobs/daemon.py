@@ -38,7 +38,7 @@ DAEMON_LOG = "daemon.log"
 JOB_LOG = "controller.log"
 DEFAULT_IDLE_S = 60.0
 # A job this young and still PENDING is being handed over by its launcher.
-HANDOFF_GRACE_S = 30.0
+HANDOFF_GRACE_S = 90.0  # longer than a launcher tries (starter.HANDOFF_TIMEOUT_S)
 
 
 def idle_timeout() -> float:

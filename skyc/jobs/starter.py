@@ -19,7 +19,7 @@ from skyc.jobs import handoff
 from skyc.jobs.records import ManagedJob
 from skyc.jobs.store import ManagedJobStore
 
-HANDOFF_TIMEOUT_S = 30.0
+HANDOFF_TIMEOUT_S = 60.0
 
 
 def spawn(hide: Collection[str] = ()) -> subprocess.Popen[bytes]:
@@ -55,7 +55,7 @@ def hand_off(job_id: int, secrets: Mapping[str, str], envs: Mapping[str, str],
     started: subprocess.Popen[bytes] | None = None
     while True:
         try:
-            return int(handoff.request(doc)["pid"])
+            return int(handoff.request(doc, timeout=30.0)["pid"])
         except OSError:
             pass
         if started is None or started.poll() is not None:

@@ -92,7 +92,9 @@ def start_controller(job_id: int, secrets: Mapping[str, str],
     except SkycError as exc:
         store = ManagedJobStore()
         try:
-            store.set_status(job_id, "FAILED", exc.message, failure=exc.message)
+            job = store.require(job_id)
+            if job.status == "PENDING" and job.lease_owner is None:  # no controller has it
+                store.set_status(job_id, "FAILED", exc.message, failure=exc.message)
         finally:
             store.close()
         raise
