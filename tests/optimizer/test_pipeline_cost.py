@@ -227,3 +227,18 @@ def test_plan_json_of_a_parallel_header(tmp_path: Path) -> None:
     rc = json.loads(r.stdout)["run_cost"]
     assert rc["execution"] == "parallel"
     assert rc["total_hours"] == pytest.approx(max(s["hours"] for s in rc["steps"]))
+
+
+def test_one_task_with_a_duration_gets_its_total(tmp_path: Path) -> None:
+    path = tmp_path / "one.yaml"
+    path.write_text("name: t\nresources:\n  accelerators: A100:8\n"
+                    "_metadata:\n  skyc:\n    duration: 1h30m\nrun: echo\n")
+    r = _plan_cli(tmp_path, path)
+    assert r.returncode == 0, r.stderr
+    assert "pipeline:" not in r.stdout  # one task: its own table is enough
+    # p4d.24xlarge in us-west-2 at $30.00/hr in the fixture catalog
+    assert "total: $45.00 for about 1.5 h" in r.stdout.splitlines()
+    path.write_text("name: t\nresources:\n  accelerators: A100:8\nrun: echo\n")
+    r = _plan_cli(tmp_path, path)
+    assert r.returncode == 0, r.stderr
+    assert not [x for x in r.stdout.splitlines() if x.startswith(("total:", "no total:"))]
