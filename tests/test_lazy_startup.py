@@ -1,0 +1,110 @@
+"""What ``skyc plan --no-diff``, ``skyc validate`` and ``skyc exec`` import: none of the
+heavy parts the command does not use (the IaC engines and SDKs, the SSH library, the
+other stages of the pipeline). Not a timing test: ``benchmarks/bench_startup.py`` times
+these commands.
+
+Each command runs in its own Python process, which writes the names in
+``sys.modules`` when it exits: unlike ``python -X importtime``, that also sees
+modules loaded with ``importlib.import_module`` (the targets' and engines' registries).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_DRIVER = """
+import atexit, os, sys
+out = os.environ["SKYC_TEST_MODULES_OUT"]
+atexit.register(lambda: open(out, "w").write("\\n".join(sorted(sys.modules))))
+sys.argv = ["skyc", *sys.argv[1:]]
+from skyc.cli import main
+main()
+"""
+
+# Never on these paths: engines and cloud SDKs, the SSH library, Kubernetes' client.
+HEAVY = ("pulumi", "pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_kubernetes",
+         "asyncssh", "boto3", "botocore", "kubernetes", "google", "azure")
+# The parts of each target that lower, classify and read outputs: compile and apply only.
+TARGET_PARTS = tuple(f"skyc.compiler.{t}.{m}"
+                     for t in ("aws", "azure", "gcp", "kubernetes", "local", "ssh")
+                     for m in ("lowering", "errors", "outputs", "images"))
+# Stages of apply that plan, validate and exec do not run.
+STAGES = ("skyc.launch", "skyc.failover", "skyc.provision", "skyc.power",
+          "skyc.stacks.engine", "skyc.stacks.model", "skyc.stacks.terraform",
+          "skyc.stacks.pulumi_engine", "skyc.stacks.pulumi_program", "skyc.jobs",
+          "skyc.reconcile")
+
+
+def _modules(tmp_path: Path, *args: str) -> set[str]:
+    out = tmp_path / "modules.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SKYC_HOME": str(tmp_path / "home"),
+           "HOME": str(tmp_path), "SKYC_TEST_MODULES_OUT": str(out)}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)  # as a user's shell has it
+    proc = subprocess.run([sys.executable, "-c", _DRIVER, *args], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    names = set(out.read_text().split())
+    assert "skyc.cli" in names and "typer" in names  # the list is the whole process's
+    return names
+
+
+def _loaded(names: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(n for n in names if any(n == p or n.startswith(p + ".") for p in prefixes))
+
+
+@pytest.fixture()
+def task(tmp_path: Path) -> Path:
+    path = tmp_path / "task.yaml"
+    path.write_text("name: train\nresources:\n  accelerators: A100:8\nrun: python train.py\n")
+    return path
+
+
+def test_plan_no_diff_imports_only_planning(tmp_path: Path, task: Path) -> None:
+    names = _modules(tmp_path, "plan", str(task), "--no-diff", "--format", "json")
+    assert {"skyc.optimizer.core", "skyc.catalog.table"} <= names  # it did plan
+    assert _loaded(names, HEAVY) == []
+    assert _loaded(names, TARGET_PARTS) == []
+    assert _loaded(names, STAGES) == []
+    # A plan that is neither saved nor diffed reads no plan file; JSON output needs no
+    # rich; pydantic finds no plugins without reading every distribution's metadata.
+    assert _loaded(names, ("skyc.review.planfile", "rich", "importlib.metadata")) == []
+    # Only the command that runs is imported, not every command's module.
+    assert _loaded(names, ("skyc.cli.cmd_apply", "skyc.cli.cmd_task",
+                           "skyc.cli.cmd_status", "skyc.cli.cmd_managed")) == []
+
+
+def test_validate_imports_neither_optimizer_nor_compiler(tmp_path: Path, task: Path) -> None:
+    names = _modules(tmp_path, "validate", str(task))
+    assert "skyc.task.spec" in names  # it did validate
+    assert _loaded(names, HEAVY) == []
+    assert _loaded(names, ("skyc.compiler", "skyc.optimizer", "skyc.catalog", "skyc.stacks",
+                           "skyc.config", "rich", "importlib.metadata")) == []
+    assert _loaded(names, STAGES) == []
+
+
+def test_exec_imports_no_optimizer_catalog_or_engine(tmp_path: Path) -> None:
+    from skyc.nodes import ClusterInfo, Node
+
+    home = tmp_path / "home"
+    workspace = home / "clusters" / "c1"
+    workspace.mkdir(parents=True)
+    info = ClusterInfo(name="c1", cloud="local", workspace=str(workspace), nodes=[
+        Node(name="head", rank=0, transport="local", ip="127.0.0.1",
+             node_dir=str(tmp_path / "node0"))])
+    (workspace / "cluster.json").write_text(info.model_dump_json())
+    task = tmp_path / "task.yaml"
+    task.write_text("run: echo started\n")
+    names = _modules(tmp_path, "exec", "c1", str(task))
+    assert "skyc.runtime.jobs" in names  # it did run the job
+    assert _loaded(names, HEAVY) == []
+    assert _loaded(names, TARGET_PARTS) == []
+    assert _loaded(names, ("skyc.optimizer.core", "skyc.optimizer.chain", "skyc.catalog",
+                           "skyc.stacks.engine", "skyc.stacks.model", "skyc.provision",
+                           "importlib.metadata")) == []
