@@ -74,9 +74,20 @@ def launch_cmd(
         typer.echo(str(job_id))
         return
     if remote is not None:
-        _forwarded(remote, ["jobs", "logs", str(job_id), "--follow"])
+        remote.stream(["jobs", "logs", str(job_id), "--follow"], _write)
+        job = next((j for j in remote.queue() if j["id"] == job_id), {})
+        _print_end(job_id, job.get("status", "UNKNOWN"), job.get("failure"))
         return
     _follow_to_end(job_id)
+
+
+def _print_end(job_id: int, status: str, failure: str | None) -> None:
+    from skyc.cli.output import print_line
+
+    print_line(f"managed job {job_id}: {status}" + (f" ({failure})" if failure else ""),
+               err=True)
+    if status != "SUCCEEDED":
+        raise typer.Exit(1)
 
 
 def _forwarded(remote: Any, args: list[str]) -> None:

@@ -87,7 +87,10 @@ class RemoteController:
         return info
 
     def up(self, reporter: LaunchReporter, *, reapply: bool = False) -> ClusterInfo:
-        return bring_up(self.settings, reporter, reapply=reapply)
+        try:
+            return bring_up(self.settings, reporter, reapply=reapply)
+        except TransportError as exc:
+            raise self._unreachable(exc.message) from None
 
     def run(self, args: Sequence[str], *, stdin: bytes | None = None,
             on_stdout: Callable[[bytes], None] | None = None,
@@ -163,10 +166,15 @@ class RemoteController:
                                     info: ClusterInfo) -> None:
         """A job planned onto infra the controller has no credentials for is refused
         now, not when its controller applies."""
+        from skyc.infra import CLOUDS
         from skyc.launch import LaunchOptions, make_plan
 
-        wanted = {tp.placement.cloud: tp.placement.infra
-                  for tp in make_plan(list(tasks), LaunchOptions(), config=config).tasks}
+        plan = make_plan(list(tasks), LaunchOptions(), config=config)
+        # Only the clouds need credentials (local and SSH pools need none).
+        wanted = {tp.placement.cloud: tp.placement.infra for tp in plan.tasks
+                  if tp.placement.cloud in CLOUDS}
+        if not wanted:
+            return
         res = self._checked(["check", "--format", "json"], info=info)
         there = {str(e["name"]).split("/")[0]: e for e in json.loads(res.stdout)["infra"]}
         for cloud, infra in sorted(wanted.items()):

@@ -102,6 +102,18 @@ run: |
     assert _files_holding(tmp_path, SECRET) == []
 
 
+def test_an_attached_launch_follows_the_job_on_the_controller_to_its_end(
+        jobs: Skyc) -> None:
+    _controller_config(jobs)
+    jobs.write("fails.yaml", "name: fails\nresources:\n  infra: local\n"
+                             "run: echo before-failing; exit 3\n")
+    result = jobs("jobs", "launch", "fails.yaml", "-y", timeout=180)
+    assert result.returncode == 1 and "Traceback" not in result.output, str(result)
+    assert "before-failing" in result.stdout
+    assert "managed job 1: FAILED" in result.stderr
+    assert queue(jobs)[0]["status"] == "FAILED"
+
+
 def test_cancel_is_forwarded_and_leaves_nothing_of_the_job(jobs: Skyc) -> None:
     _controller_config(jobs)
     jobs.write("long.yaml", "name: long\nresources:\n  infra: local\nrun: sleep 600\n")
