@@ -238,11 +238,12 @@ class PulumiEngine:
         def call(stack: Any, on_event: Callable[[Any], None], log: Callable[[str], None]) -> Any:
             before = pulumi_events.resource_urns(stack.export_stack())
             stack.refresh(on_event=on_event, on_output=log)
-            after = pulumi_events.resource_urns(stack.export_stack())
-            return sorted(before - after), len(after)
+            read = stack.export_stack()
+            after = pulumi_events.resource_urns(read)
+            return sorted(before - after), len(after), pulumi_events.refreshed_resources(read)
 
-        gone, managed = self._run("refresh", call, None)
-        return Refresh(gone=gone, managed=managed)
+        gone, managed, resources = self._run("refresh", call, None)
+        return Refresh(gone=gone, managed=managed, resources=resources)
 
     def destroy(self, progress: ProgressCallback | None = None) -> None:
         self._run("destroy",

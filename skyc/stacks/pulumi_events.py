@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from skyc.stacks.diagnostics import Diagnostic
-from skyc.stacks.engine import Action, ProgressEvent, ResourceChange
+from skyc.stacks.engine import Action, ProgressEvent, RefreshedResource, ResourceChange
 
 ENGINE = "pulumi"
 _WRAPPER = re.compile(r"(error: )?\d+ errors? occurred:?")
@@ -97,6 +97,17 @@ def resource_urns(deployment: Any) -> set[str]:
     """URNs of the resources (not the stack, not providers) in an exported deployment."""
     doc = getattr(deployment, "deployment", deployment) or {}
     return {str(r["urn"]) for r in doc.get("resources") or [] if _resource_urn(r.get("urn"))}
+
+
+def refreshed_resources(deployment: Any) -> list[RefreshedResource]:
+    """The resources of an exported deployment with their outputs, as last read."""
+    doc = getattr(deployment, "deployment", deployment) or {}
+    return sorted(
+        (RefreshedResource(address=str(r["urn"]), type=str(r.get("type") or ""),
+                           values=dict(r.get("outputs") or {}))
+         for r in doc.get("resources") or [] if _resource_urn(r.get("urn"))),
+        key=lambda r: r.address,
+    )
 
 
 def describe(event: Any) -> dict[str, Any]:

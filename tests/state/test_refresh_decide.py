@@ -91,3 +91,19 @@ def test_a_refresh_that_stops_a_cluster_charges_its_disks(
     assert hourly_cost_after(record, "INIT") is None
     # Without its recorded request the cost is left as it is.
     assert hourly_cost_after(ClusterRecord(**{**UP, "name": "other"}), "STOPPED") is None
+
+
+def test_a_pulumi_deployment_s_instances_are_read_the_same_way() -> None:
+    from skyc.stacks.pulumi_events import refreshed_resources
+
+    urn = "urn:pulumi:box::skyc-box::"
+    deployment = {"resources": [
+        {"urn": urn + "pulumi:pulumi:Stack::skyc-box-box", "type": "pulumi:pulumi:Stack"},
+        {"urn": urn + "pulumi:providers:aws::default", "type": "pulumi:providers:aws"},
+        {"urn": urn + "aws:ec2/instance:Instance::node_0", "type": "aws:ec2/instance:Instance",
+         "outputs": {"instanceState": "stopped"}},
+        {"urn": urn + "aws:ec2/vpc:Vpc::main", "type": "aws:ec2/vpc:Vpc", "outputs": {}},
+    ]}
+    read = refreshed_resources(deployment)
+    assert [r.type for r in read] == ["aws:ec2/instance:Instance", "aws:ec2/vpc:Vpc"]
+    assert power_states("aws", read) == ((urn + "aws:ec2/instance:Instance::node_0",), ())
