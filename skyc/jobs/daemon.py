@@ -133,7 +133,10 @@ class Daemon:
             if readable:
                 self._accept(server)
             self._reap()
-            self._scan()
+            try:
+                self._scan()
+            except SkycError as exc:  # e.g. the database busy for long: next round
+                self.say(f"cannot read the managed jobs: {exc.message}")
             if self.workers:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since >= self.idle_s:
