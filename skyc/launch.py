@@ -22,6 +22,7 @@ from skyc.errors import (
     UnsupportedFeature,
 )
 from skyc.failover import Attempt, FailoverPolicy, provision_with_failover
+from skyc.job_records import JobRecorder
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement, Plan
 from skyc.preflight import (
@@ -37,7 +38,7 @@ from skyc.preflight import (
 
 if TYPE_CHECKING:
     from skyc.nodes import ClusterInfo
-    from skyc.runtime import JobResult, JobSpec
+    from skyc.runtime import JobSpec
     from skyc.runtime.autostop import AutostopPlan
     from skyc.stacks.engine import StackDiff
     from skyc.state import ClusterRecord, StateDB
@@ -454,39 +455,6 @@ def _run(
     failure = None if result.ok else result.describe_failure()
     recorder.finished(result)
     return result.exit_code, result.job_id, failure
-
-
-class JobRecorder:
-    """Records a job in the state database when it gets its id and again when it ends
-    (a detached job stays RUNNING until queue, logs or status see it end)."""
-
-    def __init__(self, db: StateDB, cluster: str, name: str | None) -> None:
-        self.db = db
-        self.cluster = cluster
-        self.name = name
-        self.row: int | None = None
-
-    def started(self, job_id: int, log_dir: str) -> None:
-        self.row = self.db.add_job(self.cluster, self.name, status="RUNNING",
-                                   log_path=log_dir, job_id=job_id)
-        self.db.add_event(self.cluster, "job", f"job {job_id}: started", {"job": job_id})
-
-    def finished(self, result: JobResult) -> None:
-        if self.row is None:
-            self.started(result.job_id, result.log_dir)
-        assert self.row is not None
-        self.db.add_event(self.cluster, "job", f"job {result.job_id}: {result.status}",
-                          {"job": result.job_id})
-        status = {"SUCCEEDED": "SUCCEEDED", "RUNNING": "RUNNING"}.get(result.status, "FAILED")
-        self.db.update_job(
-            self.row, status=status,  # type: ignore[arg-type]
-            exit_codes={n.node: n.exit_code for n in result.nodes if n.exit_code is not None},
-        )
-
-
-def record_job(db: StateDB, cluster: str, name: str | None, result: JobResult) -> None:
-    """Record a finished (or detached) job's outcome in the state database."""
-    JobRecorder(db, cluster, name).finished(result)
 
 
 def end_cluster_jobs(name: str) -> dict[str, list[int]]:

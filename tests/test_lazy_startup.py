@@ -105,6 +105,6 @@ def test_exec_imports_no_optimizer_catalog_or_engine(tmp_path: Path) -> None:
     assert "skyc.runtime.jobs" in names  # it did run the job
     assert _loaded(names, HEAVY) == []
     assert _loaded(names, TARGET_PARTS) == []
+    assert _loaded(names, STAGES) == []  # its job is recorded without the launch stages
     assert _loaded(names, ("skyc.optimizer.core", "skyc.optimizer.chain", "skyc.catalog",
-                           "skyc.stacks.engine", "skyc.stacks.model", "skyc.provision",
                            "importlib.metadata")) == []

@@ -134,7 +134,7 @@ def exec_cmd(
 ) -> None:
     """Sync the task's workdir and run its setup and run commands on num_nodes nodes."""
     from skyc.errors import UnsupportedFeature
-    from skyc.launch import JobRecorder
+    from skyc.job_records import JobRecorder
     from skyc.preflight import check_task
     from skyc.runtime import job_spec_from_task, run_job
     from skyc.state import StateDB

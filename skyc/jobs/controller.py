@@ -334,7 +334,7 @@ class Controller:
         return info, placement
 
     def _submit(self, info: ClusterInfo, spec: JobSpec) -> Any:
-        from skyc.launch import JobRecorder
+        from skyc.job_records import JobRecorder
         from skyc.runtime import run_job
         from skyc.state import StateDB
 
