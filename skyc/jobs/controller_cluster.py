@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from skyc.errors import ConfigError, SkycError
+from skyc.errors import ConfigError, InfeasibleError, SkycError
 
 if TYPE_CHECKING:
     from skyc.config import JobsControllerConfig, SkycConfig
@@ -41,7 +41,7 @@ T = TypeVar("T")
 ROLE_LABEL = {"skyc-role": "jobs-controller"}
 ROOT = "$HOME/.skyc-controller"
 # Variables that tune the controller (never secrets): they travel with each command.
-TUNING = ("SKYC_JOBS_POLL_S", "SKYC_JOBS_LEASE_S")
+TUNING = ("SKYC_JOBS_POLL_S", "SKYC_JOBS_LEASE_S", "SKYC_JOBS_IDLE_S")
 # The modules of skyc's dependencies (pyproject's ``dependencies``).
 _DEPENDENCY_MODULES = ("pydantic", "yaml", "typer", "rich", "jinja2", "pulp", "asyncssh",
                        "pathspec")
@@ -110,8 +110,14 @@ def bring_up(settings: JobsControllerConfig, reporter: LaunchReporter, *,
     if info is None:
         reporter.stage("jobs controller", f"cluster {name} on {settings.infra}: it runs "
                        "the managed-jobs controller")
-        info, _, _ = provision_cluster(controller_task(settings), name,
-                                       LaunchOptions(cluster=name), reporter)
+        try:
+            info, _, _ = provision_cluster(controller_task(settings), name,
+                                           LaunchOptions(cluster=name), reporter)
+        except InfeasibleError as exc:
+            from skyc.config import config_path
+
+            raise InfeasibleError(f"{config_path()}: jobs.controller: {exc.message}",
+                                  hint=exc.hint) from None
         with StateDB() as db:
             db.add_event(name, "jobs-controller", "the managed-jobs controller cluster")
     reporter.stage("jobs controller", f"installing skyc on cluster {name}")

@@ -146,6 +146,15 @@ def test_a_misspelt_controller_resource_is_a_clear_error_and_creates_nothing(
     assert jobs.clusters() == []
 
 
+def test_controller_resources_no_offer_has_are_a_clear_error(jobs: Skyc) -> None:
+    _controller_config(jobs, resources={"cpus": "512+"})
+    result = jobs("jobs", "controller-up")
+    assert result.returncode == 1 and "Traceback" not in result.output, str(result)
+    assert "config.yaml: jobs.controller: " in result.stderr
+    assert "no feasible placement" in result.stderr
+    assert jobs.clusters() == []
+
+
 def test_a_cloud_job_from_a_controller_without_credentials_is_refused(jobs: Skyc) -> None:
     _controller_config(jobs)
     jobs.write("cloud.yaml", "name: cloud\nresources:\n  infra: aws\n  cpus: 2\n"
