@@ -89,6 +89,34 @@ def test_validate_imports_neither_optimizer_nor_compiler(tmp_path: Path, task: P
     assert _loaded(names, STAGES) == []
 
 
+def test_command_table_names_each_commands_module() -> None:
+    """``skyc.cli.COMMAND_MODULES`` (how a run finds its one module) is what the
+    modules register: every command, in the module that registers it."""
+    import importlib
+
+    import typer
+
+    import skyc.cli as cli
+
+    registered: dict[str, str] = {}
+    for module in cli._modules():
+        app = typer.Typer()
+        importlib.import_module(f"skyc.cli.{module}").register(app)
+        names = [cli._command_name(c) for c in app.registered_commands]
+        names += [str(g.name) for g in app.registered_groups]
+        registered.update(dict.fromkeys(names, module))
+    assert registered == cli.COMMAND_MODULES
+
+
+def test_a_stale_command_table_still_finds_the_command(tmp_path: Path) -> None:
+    code = ("import sys; import skyc.cli as c; c.COMMAND_MODULES['validate'] = 'cmd_gpus'; "
+            "c._register_for(sys.argv[1:]); print('validate' in c._registered_names())")
+    out = subprocess.run([sys.executable, "-c", code, "validate", "x.yaml"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
+
+
 def test_exec_imports_no_optimizer_catalog_or_engine(tmp_path: Path) -> None:
     from skyc.nodes import ClusterInfo, Node
 

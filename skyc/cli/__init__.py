@@ -93,12 +93,34 @@ def _register_commands() -> None:
     _register(_modules())
 
 
+# The module that registers each command, so that a run finds its module without
+# reading every module's source (tests check this against what the modules register).
+# A command missing here still runs: its module is then found by reading the sources.
+COMMAND_MODULES = {
+    "validate": "cmd_task", "schema": "cmd_task",
+    "plan": "cmd_plan", "check": "cmd_plan", "catalog": "cmd_plan",
+    "show-gpus": "cmd_gpus",
+    "compile": "cmd_stacks", "destroy": "cmd_stacks", "down": "cmd_stacks",
+    "apply": "cmd_apply", "launch": "cmd_apply",
+    "exec": "cmd_jobs", "queue": "cmd_jobs", "logs": "cmd_jobs", "cancel": "cmd_jobs",
+    "jobs": "cmd_managed",
+    "status": "cmd_status",
+    "autostop": "cmd_lifecycle", "stop": "cmd_lifecycle", "start": "cmd_lifecycle",
+    "ssh": "cmd_ssh", "ssh-config": "cmd_ssh",
+}
+
+
 def _register_for(argv: list[str]) -> None:
-    """Only the module of the command ``argv`` names, when its source says which one
-    it is (a run imports and converts one command's module, not all of them); every
-    module otherwise (root help, completion, an unknown or misspelt command)."""
+    """Only the module of the command ``argv`` names (a run imports and converts one
+    command's module, not all of them): from :data:`COMMAND_MODULES`, else when its
+    source says which one it is; every module otherwise (root help, completion, an
+    unknown or misspelt command)."""
     first = next((a for a in argv if not a.startswith("-")), None)
     if first is not None and not any(k.startswith("_SKYC_COMPLETE") for k in os.environ):
+        if first in COMMAND_MODULES:
+            _register([COMMAND_MODULES[first]])
+            if first in _registered_names():
+                return
         for name in _modules():
             try:
                 source = (Path(__path__[0]) / f"{name}.py").read_text(encoding="utf-8")
@@ -116,6 +138,12 @@ _plain_argument_help()
 def _command_name(info: Any) -> str:
     name = info.name or info.callback.__name__.replace("_", "-")
     return str(name)
+
+
+def _registered_names() -> set[str]:
+    """The commands and command groups registered so far."""
+    return ({_command_name(c) for c in _app.registered_commands}
+            | {str(g.name) for g in _app.registered_groups})
 
 
 def app_for(argv: list[str]) -> typer.Typer:
