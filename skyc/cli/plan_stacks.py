@@ -245,11 +245,12 @@ def check_policy(
     import os
 
     from skyc.review.policy import Planned, evaluate, find_policy, load_policy
-    from skyc.review.quotas import current_user, usage_from_state
 
     path = find_policy(explicit, task_file, config.policy)
     if path is None:
         return None
+    from skyc.review.quotas import current_user, usage_from_state
+
     policy = load_policy(path)
     planned = [Planned(cluster=c, placement=tp.placement,
                        labels=t.candidates()[tp.placement.candidate_index].labels)

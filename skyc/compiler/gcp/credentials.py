@@ -21,7 +21,6 @@ itself (keys, refresh tokens) is never kept, and nothing here calls the network
 
 from __future__ import annotations
 
-import configparser
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -105,6 +104,8 @@ def _read(path: Path) -> tuple[str | None, str | None, str | None]:
 
 def _gcloud_project(env: Mapping[str, str], home: Path) -> str | None:
     """The project of gcloud's active configuration, if it names one."""
+    import configparser  # only where gcloud's configuration is read
+
     directory = gcloud_dir(env, home)
     active = env.get("CLOUDSDK_ACTIVE_CONFIG_NAME")
     if not active:
