@@ -2,8 +2,9 @@
 failover), runs it, watches the job and the nodes, and recovers on preemption or node
 loss; the cluster is torn down when the job ends, whatever the outcome.
 
-    launch(task_path, name=..., envs=..., secrets=...) -> job id   (starts the controller)
-    supervise(job_id, secrets, log)                                 (the controller itself)
+    launch(task_path, name=..., envs=..., secrets=...) -> job id   (hands it to the controller)
+    skyc.jobs.daemon.serve()            (the one controller process: every job, a thread each)
+    supervise(job_id, secrets, log)     (one job's supervision, in that process or alone)
     cancel([ids]) / stream_logs(id, follow, sink) / ManagedJobStore (queue, trail, cost)
 """
 
