@@ -110,7 +110,7 @@ secrets:
 run: |
   echo "running as $(id -un), token of ${#API_TOKEN} characters"
   bash step.sh
-  sleep 4
+  sleep 8
   echo done-training
 """)
     launched = jobs.ok("jobs", "launch", "train.yaml", "-y", "-d",
@@ -120,7 +120,10 @@ run: |
     assert len(names) == 1 and names[0].startswith("skyc-jobs-controller-"), names
     name = names[0]
     # The client is gone; the job runs on the controller's node, as its user.
-    wait_for(jobs, 1, lambda j: j["status"] in ("RUNNING", "SUCCEEDED"), timeout=120)
+    running = wait_for(jobs, 1, lambda j: j["status"] in ("RUNNING", "SUCCEEDED"),
+                       timeout=120)
+    if running["status"] == "RUNNING":  # supervised by a process of the node's user
+        assert os.stat(f"/proc/{running['controller_pid']}").st_uid == node.uid
     followed = jobs.ok("jobs", "logs", "1", "--follow", timeout=180)
     assert f"running as {node.user}, token of {len(SECRET)} characters" in followed.stdout
     assert "done-training" in followed.stdout
