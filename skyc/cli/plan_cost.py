@@ -33,14 +33,9 @@ def durations_of(tasks: Sequence[Task]) -> list[StepDuration | None]:
     return out
 
 
-def hours_text(hours: float) -> str:
-    """``0.5`` -> ``30 min``; ``3.14`` -> ``3.1 h``; ``120`` -> ``120 h``."""
-    if hours < 1:
-        return f"{max(hours * 60, 1):.0f} min"
-    return f"{hours:.1f} h" if hours < 100 else f"{hours:,.0f} h"
-
-
 def _rows(rc: RunCost, plan: Plan) -> list[tuple[str, ...]]:
+    from skyc.optimizer.pipeline_cost import hours_text
+
     rows: list[tuple[str, ...]] = []
     for step, tp in zip(rc.steps, plan.tasks, strict=True):
         p = tp.placement
@@ -56,6 +51,8 @@ def _rows(rc: RunCost, plan: Plan) -> list[tuple[str, ...]]:
 
 def total_line(rc: RunCost) -> str:
     """``total: $X for about N h``, or which steps have no duration (and no total)."""
+    from skyc.optimizer.pipeline_cost import hours_text
+
     if rc.total_cost is None or rc.total_hours is None:
         what = "step" if len(rc.steps) > 1 else "task"
         return (f"no total: no duration for {what} {', '.join(rc.missing_duration)} "

@@ -70,6 +70,13 @@ class RunCost(BaseModel):
     missing_duration: list[str]                 # steps without one (no total then)
 
 
+def hours_text(hours: float) -> str:
+    """``0.5`` -> ``30 min``; ``3.14`` -> ``3.1 h``; ``120`` -> ``120 h``."""
+    if hours < 1:
+        return f"{max(hours * 60, 1):.0f} min"
+    return f"{hours:.1f} h" if hours < 100 else f"{hours:,.0f} h"
+
+
 def _known(name: str) -> str | None:
     """The time model's own spelling of an accelerator (case-insensitive), if it has one."""
     lowered = {k.lower(): k for k in RELATIVE_THROUGHPUT}

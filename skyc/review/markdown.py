@@ -51,6 +51,25 @@ def _verdict(stacks: list[dict[str, Any]], cost: dict[str, Any]) -> str:
             f"${t['after']['monthly']:.2f}/month ({_signed(t['delta']['monthly'], 2)})")
 
 
+def _run_cost(doc: dict[str, Any]) -> list[str]:
+    """A pipeline's run cost (its steps run one after another, so the $/hour above,
+    every cluster up at once, is not what it costs): each step and the total."""
+    from skyc.optimizer.pipeline_cost import hours_text
+
+    rc = doc.get("run_cost")
+    if not rc or len(rc["steps"]) < 2:
+        return []
+    steps = ", ".join(f"{s['name']} " + (f"${s['cost']:,.2f} for {hours_text(s['hours'])}"
+                                         if s["cost"] is not None else "no duration")
+                      for s in rc["steps"])
+    how = "one after another" if rc["execution"] == "serial" else "at once"
+    if rc["total_cost"] is None:
+        total = f"no total: no duration for {', '.join(rc['missing_duration'])}"
+    else:
+        total = f"total ${rc['total_cost']:,.2f} for about {hours_text(rc['total_hours'])}"
+    return [f"**Run cost** (the steps {how}): {total} ({steps})", ""]
+
+
 def _action(rc: dict[str, Any]) -> str:
     return "replace" if rc["actions"] == ["delete", "create"] else str(rc["actions"][0])
 
@@ -126,7 +145,7 @@ def render(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, An
     """The comment, at most ``limit`` characters."""
     clusters = [c["cluster"] for c in cost["clusters"]]
     head = [marker(clusters), _verdict(stacks, cost), "", *_policy(policy), "",
-            *_table(doc, stacks, cost), ""]
+            *_table(doc, stacks, cost), "", *_run_cost(doc)]
     callouts = _callouts(stacks)
     if callouts:
         head += [*callouts, ""]

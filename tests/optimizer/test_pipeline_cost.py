@@ -242,3 +242,15 @@ def test_one_task_with_a_duration_gets_its_total(tmp_path: Path) -> None:
     r = _plan_cli(tmp_path, path)
     assert r.returncode == 0, r.stderr
     assert not [x for x in r.stdout.splitlines() if x.startswith(("total:", "no total:"))]
+
+
+def test_the_pull_request_comment_gives_the_run_cost(tmp_path: Path) -> None:
+    r = _plan_cli(tmp_path, _file(tmp_path), "--format", "markdown")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(_plan_cli(tmp_path, _file(tmp_path), "--format", "json").stdout)
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("**Run cost**")]
+    assert "(the steps one after another)" in line
+    assert f"total ${doc['run_cost']['total_cost']:,.2f} for about " in line
+    assert "prep $" in line and "eval $" in line and "for 30 min" in line
+    r = _plan_cli(tmp_path, _file(tmp_path, eval_meta=""), "--format", "markdown")
+    assert "no total: no duration for eval" in r.stdout
