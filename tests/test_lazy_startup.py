@@ -75,6 +75,8 @@ def test_plan_no_diff_imports_only_planning(tmp_path: Path, task: Path) -> None:
     # A plan that is neither saved nor diffed reads no plan file; JSON output needs no
     # rich; pydantic finds no plugins without reading every distribution's metadata.
     assert _loaded(names, ("skyc.review.planfile", "rich", "importlib.metadata")) == []
+    # No gcloud configuration to read: no configparser.
+    assert "configparser" not in names
     # Only the command that runs is imported, not every command's module.
     assert _loaded(names, ("skyc.cli.cmd_apply", "skyc.cli.cmd_task",
                            "skyc.cli.cmd_status", "skyc.cli.cmd_managed")) == []
@@ -136,3 +138,28 @@ def test_exec_imports_no_optimizer_catalog_or_engine(tmp_path: Path) -> None:
     assert _loaded(names, STAGES) == []  # its job is recorded without the launch stages
     assert _loaded(names, ("skyc.optimizer.core", "skyc.optimizer.chain", "skyc.catalog",
                            "importlib.metadata")) == []
+
+
+def test_no_config_file_builds_no_config_validator(tmp_path: Path) -> None:
+    """Without a config file the defaults are made without validating them (no
+    validator is built); they equal a validated empty config."""
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from skyc.config import SkycConfig, load_config\n"
+        "from skyc.compiler.kubernetes.config import KubernetesConfig\n"
+        "config = load_config(Path(sys.argv[1]))\n"
+        "print(SkycConfig.__pydantic_complete__, KubernetesConfig.__pydantic_complete__)\n"
+        "print(config.model_dump() == SkycConfig.model_validate({}).model_dump())\n"
+        "print(config.kubernetes.pending_timeout, config.aws.profile, config.ssh_pools)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "none.yaml")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["False False", "True", "600 None {}"]
+
+
+def test_the_compiler_package_still_exports_the_record_types() -> None:
+    from skyc.compiler import Capabilities, Target, target
+    from skyc.compiler.base import Capabilities as BaseCapabilities
+
+    assert Capabilities is BaseCapabilities
+    assert isinstance(target("azure"), Target) and target("gcp").capabilities.spot
