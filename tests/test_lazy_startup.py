@@ -163,3 +163,20 @@ def test_the_compiler_package_still_exports_the_record_types() -> None:
 
     assert Capabilities is BaseCapabilities
     assert isinstance(target("azure"), Target) and target("gcp").capabilities.spot
+
+
+@pytest.mark.parametrize("setting", ["1", ""])
+def test_pydantic_plugins_stay_pydantic_s_own_unless_disabled(setting: str) -> None:
+    """The CLI's stand-in plugin loader: only when plugins are disabled, it finds none,
+    and anything else asked of it comes from pydantic's real loader."""
+    code = ("import os, sys; os.environ['PYDANTIC_DISABLE_PLUGINS'] = sys.argv[1]\n"
+            "import skyc.cli as cli; cli._no_plugin_search()\n"
+            "stand_in = 'pydantic.plugin._loader' in sys.modules\n"
+            "from pydantic.plugin._loader import get_plugins\n"
+            "print(stand_in, list(get_plugins()))\n"
+            "from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP\n"
+            "print(PYDANTIC_ENTRY_POINT_GROUP)\n")
+    out = subprocess.run([sys.executable, "-c", code, setting], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(setting == "1"), "[]", "pydantic"]

@@ -178,7 +178,14 @@ def _no_plugin_search() -> None:
     import types
 
     loader = types.ModuleType(name, "No pydantic plugins: the skyc CLI disables them.")
+
+    def real(attr: str) -> Any:
+        """Anything but ``get_plugins`` (a pydantic that asks for more): the real loader."""
+        del sys.modules[name]
+        return getattr(importlib.import_module(name), attr)
+
     setattr(loader, "get_plugins", tuple)  # noqa: B010  (an empty iterable of plugins)
+    setattr(loader, "__getattr__", real)  # noqa: B010
     sys.modules[name] = loader
 
 
