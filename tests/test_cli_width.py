@@ -135,6 +135,14 @@ def test_plan_of_a_pipeline_fits(home: Path, columns: int) -> None:
     assert "pipeline: each step for its duration" in wide and "total: $" in wide
     narrow = _in_terminal(home, columns, *args)
     _check(wide, narrow, columns)
+    # here even the longest infra and instance cells stay whole: the chosen row's mark
+    # column goes (the title says which row is chosen) before a cell would fold
+    lines = narrow.splitlines()
+    folded = sorted(c for c in _kept_cells(wide)
+                    if not any(re.search(rf"(^|\s){re.escape(c)}(\s|$)", x) for x in lines))
+    assert not folded, (folded, narrow)
+    if columns == 80:
+        assert "task train (chosen: the first row)" in narrow
     # the prose wraps between words on a terminal: the verdict and the total are whole
     flat = " ".join(narrow.split())
     assert "(the steps run one after another: each is priced per hour on its own;" in flat

@@ -114,7 +114,8 @@ def _egress_note(plan: Plan, index: int) -> str:
 _COLUMNS = ("", "infra", "instance", "nodes", "vCPUs", "memory", "accelerators",
             "$/hr/node", "$/hr total")
 # Dropped first when the terminal is too narrow; infra, instance and prices never are.
-_DROP_ORDER = ("memory", "vCPUs", "nodes", "accelerators")
+# The chosen row's mark goes last of all: that row is always the first.
+_DROP_ORDER = ("memory", "vCPUs", "nodes", "accelerators", "")
 
 
 def suspicious_placements(plan: Plan, cat: Any) -> set[int]:
@@ -161,6 +162,8 @@ def _print_plan(plan: Plan, parallel: bool = False, odd: set[int] | None = None,
         table = fitted_table(f"task {tp.name}", _COLUMNS, _rows(plan, index, odd or set()),
                              right=("nodes", "vCPUs", "memory", "$/hr/node", "$/hr total"),
                              drop=_DROP_ORDER)
+        if table.columns[0].header != "":
+            table.title = f"task {tp.name} (chosen: the first row)"
         print_table(table)
         note = _egress_note(plan, index)
         if note:
