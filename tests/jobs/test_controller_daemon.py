@@ -159,3 +159,40 @@ def test_a_restarted_controller_gets_no_secret_from_the_environment_that_restart
     done = wait_for(jobs, 1, lambda j: j["status"] in ("SUCCEEDED", "FAILED"), timeout=60)
     assert done["status"] == "FAILED" and "TOKEN" in done["failure"], done
     assert jobs.clusters() == []
+
+
+def test_relative_paths_are_read_from_where_each_job_was_launched(
+        jobs: Skyc, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("first", "second"):
+        project = tmp_path / name
+        (project / "data").mkdir(parents=True)
+        (project / "data" / "which").write_text(f"{name}-project\n")
+        (project / "task.yaml").write_text(f"""\
+name: {name}
+workdir: data
+resources:
+  infra: local
+run: |
+  while [ ! -f {go} ]; do sleep 0.2; done
+  cat which > {out}/{name}
+""")
+    # The controller starts from the first project's directory and keeps running while
+    # the second job is launched from another one.
+    for name in ("first", "second"):
+        launched = subprocess.run(
+            [sys.executable, "-m", "skyc", "jobs", "launch", "task.yaml", "-y", "-d"],
+            cwd=tmp_path / name, env=jobs.env, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=120)
+        assert launched.returncode == 0, launched.stderr
+    pids = {wait_for(jobs, i, lambda j: j["status"] == "RUNNING")["controller_pid"]
+            for i in (1, 2)}
+    assert pids == {daemon_pid(jobs.home)}
+    go.touch()
+    for job_id in (1, 2):
+        done = wait_for(jobs, job_id, lambda j: j["status"] in ("SUCCEEDED", "FAILED"))
+        assert done["status"] == "SUCCEEDED", done
+    assert (out / "first").read_text() == "first-project\n"
+    assert (out / "second").read_text() == "second-project\n"
