@@ -154,6 +154,31 @@ def hourly_cost_after(record: ClusterRecord, status: str) -> float | None:
         return None
 
 
+def cloud_view(cluster: str) -> str:
+    """What the cloud says of a cluster whose node stopped answering, read through its
+    engine (``; the cloud reports aws_instance.node_0 gone``), for a recovery's reason;
+    empty when it reports nothing amiss or cannot be asked, and for targets that do not
+    read their nodes' states (their refresh would tell nothing of the nodes)."""
+    from skyc.compiler import tells_node_states
+    from skyc.errors import SkycError
+    from skyc.state import StateDB
+
+    try:
+        with StateDB() as db:
+            record = db.get_cluster(cluster)
+        if record is None or not tells_node_states(record.cloud):
+            return ""  # (a refresh there would only delay the recovery)
+        seen = observe(record)
+    except (SkycError, OSError):
+        return ""
+    parts = []
+    if seen.gone:
+        parts.append(", ".join(seen.gone) + " gone")
+    if seen.stopped:
+        parts.append(", ".join(seen.stopped) + " stopped")
+    return f"; the cloud reports {'; '.join(parts)}" if parts else ""
+
+
 def probe(record: ClusterRecord) -> tuple[str, str]:
     """The cluster's status as its engine and its nodes show it, with a note."""
     return decide(record, observe(record))

@@ -144,6 +144,11 @@ def node_stopped(cloud: str, resource_type: str, values: dict[str, Any]) -> bool
     return None if hook is None else cast("bool | None", hook(resource_type, values))
 
 
+def tells_node_states(cloud: str) -> bool:
+    """Whether the target reads its nodes' states from refreshed resources."""
+    return hasattr(_part(cloud, "outputs"), "stopped")
+
+
 def classify_error(
     cloud: str, diagnostics: Sequence[Diagnostic], *, placement: Placement | None = None
 ) -> ProvisionError | None:
@@ -196,5 +201,6 @@ __all__ = [
     "node_stopped",
     "nodes_from_outputs",
     "target",
+    "tells_node_states",
     "workspace_values",
 ]

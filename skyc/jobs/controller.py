@@ -252,11 +252,16 @@ class Controller:
                 return "FAILED", f"{verdict.why} (job_recovery strategy NONE: no recovery)"
             if preempted:
                 where = _infra(info)
-                self.store.close_attempt(attempt, f"PREEMPTED: {verdict.why}")
+                why = verdict.why
+                if verdict.state == "lost":  # and what the cloud says of the nodes
+                    from skyc.reconcile import cloud_view
+
+                    why += cloud_view(cluster)
+                self.store.close_attempt(attempt, f"PREEMPTED: {why}")
                 self.store.set_status(
                     self.job_id, "RECOVERING",
-                    f"{verdict.why}; recovering ({recovery.strategy})",
-                    {"cluster": cluster, "infra": where, "why": verdict.why},
+                    f"{why}; recovering ({recovery.strategy})",
+                    {"cluster": cluster, "infra": where, "why": why},
                     recoveries=self.job.recoveries + 1, cluster_job=None)
                 with contextlib.suppress(SkycError, OSError):
                     end_cluster_jobs(cluster)

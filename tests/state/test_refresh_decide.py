@@ -107,3 +107,18 @@ def test_a_pulumi_deployment_s_instances_are_read_the_same_way() -> None:
     read = refreshed_resources(deployment)
     assert [r.type for r in read] == ["aws:ec2/instance:Instance", "aws:ec2/vpc:Vpc"]
     assert power_states("aws", read) == ((urn + "aws:ec2/instance:Instance::node_0",), ())
+
+
+def test_the_cloud_view_of_an_unknown_cluster_is_empty(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skyc.reconcile import cloud_view
+
+    monkeypatch.setenv("SKYC_HOME", str(tmp_path))
+    assert cloud_view("nothing") == ""
+
+
+def test_only_targets_that_read_node_states_are_asked_after_a_loss() -> None:
+    from skyc.compiler import tells_node_states
+
+    assert tells_node_states("aws")
+    assert not tells_node_states("local") and not tells_node_states("ssh")

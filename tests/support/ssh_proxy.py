@@ -141,6 +141,10 @@ def _wait_listening(host: str, port: int, timeout: float = 10.0) -> None:
     raise RuntimeError(f"sshd on {host}:{port} did not start")
 
 
+def user_exists(user: str) -> bool:
+    return subprocess.run(["id", "-u", user], capture_output=True).returncode == 0
+
+
 def unavailable() -> str | None:
     from tests.support.sshd import sshd_unavailable
 
@@ -188,10 +192,11 @@ class StandIns:
 
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         self.state.mkdir(parents=True, exist_ok=True)
-        if subprocess.run(["id", "-u", self.user], capture_output=True).returncode != 0:
-            subprocess.run(["useradd", "-m", "-d", str(self.home), "-s", "/bin/bash",
-                            self.user], check=True)
-            self.made_user = True
+        if user_exists(self.user):  # its home is wiped on every termination: not ours
+            raise RuntimeError(f"user {self.user} exists already; stand-ins need their own")
+        subprocess.run(["useradd", "-m", "-d", str(self.home), "-s", "/bin/bash",
+                        self.user], check=True)
+        self.made_user = True
         subprocess.run(["usermod", "-p", "*", self.user], check=True)
         self._fresh_home()
         for i in range(self.count):
@@ -253,17 +258,20 @@ class StandIns:
         self._fresh_home()
 
     def stop(self) -> None:
+        if not self.made_user:
+            return
         for node in self.nodes:
             self.terminate(node.index)
-        if self.made_user:
-            subprocess.run(["userdel", "-r", "-f", self.user], capture_output=True)
+        subprocess.run(["userdel", "-r", "-f", self.user], capture_output=True)
 
 
 def stand_ins(root: Path, count: int, user: str = "ubuntu") -> Iterator[StandIns]:
     """Body of a pytest fixture: yields started stand-ins and removes them after."""
     import pytest
 
-    reason = unavailable()
+    reason = unavailable() or (
+        f"a user named {user} exists on this machine (stand-ins wipe their user's home)"
+        if user_exists(user) else None)
     if reason:
         pytest.skip(reason)
     nodes = StandIns(root, count, user)
