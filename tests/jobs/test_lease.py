@@ -68,3 +68,35 @@ def test_trail_attempts_and_cost(store: ManagedJobStore) -> None:
     assert store.require(job).recoveries == 1
     with pytest.raises(StateError, match="unknown column"):
         store.update(job, bogus=1)
+
+
+def test_which_jobs_a_controller_takes_over(store: ManagedJobStore) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from skyc.jobs.daemon import HANDOFF_GRACE_S, _orphaned
+    from skyc.jobs.starter import unsupervised
+
+    store.add("fresh", "/t.yaml", JobSpecDoc(), 1)                  # its launcher hands it over
+    stale = store.add("stale", "/t.yaml", JobSpecDoc(), 1)          # its launcher died
+    held = store.add("held", "/t.yaml", JobSpecDoc(), 1)            # a live controller has it
+    dead = store.add("dead", "/t.yaml", JobSpecDoc(), 1)            # its controller was killed
+    done = store.add("done", "/t.yaml", JobSpecDoc(), 1)
+    now = time.time()
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE managed_jobs SET submitted_at = ? WHERE id = ?",
+                     (now - HANDOFF_GRACE_S - 1, stale))
+    assert store.take_lease(held, f"{os.uname().nodename}:{os.getpid()}:a", 30, os.getpid())
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    gone_pid = int(gone.stdout)
+    assert store.take_lease(dead, f"{os.uname().nodename}:{gone_pid}:b", 30, gone_pid)
+    store.set_status(done, "SUCCEEDED", "ok")
+    jobs = {j.name: j for j in store.all_jobs()}
+
+    taken = {name for name, j in jobs.items() if _orphaned(j, time.time())}
+    assert taken == {"stale"}            # the dead holder's lease has not expired yet
+    assert _orphaned(jobs["dead"], time.time() + 31)   # then it is taken
+    # Commands restart the controller for jobs no live process holds, at once.
+    assert {j.name for j in unsupervised(list(jobs.values()))} == {"fresh", "stale", "dead"}
