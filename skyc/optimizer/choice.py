@@ -28,12 +28,19 @@ class Choice:
     hourly_cost: float          # all nodes
     hours: float                # time model (see timemodel)
     accelerators: dict[str, float] | None
+    run_hours: float | None = None  # the task's duration on this offer, when known
+
+    @property
+    def run_cost(self) -> float | None:
+        return None if self.run_hours is None else self.hourly_cost * self.run_hours
 
     def objective(self, target: Target) -> float:
+        if self.run_hours is not None:
+            return self.hourly_cost * self.run_hours if target == "cost" else self.run_hours
         return self.hourly_cost if target == "cost" else self.hours
 
     def key(self, target: Target) -> tuple[int, bool, float, float, str, str, str, str, int]:
-        other = self.hours if target == "cost" else self.hourly_cost
+        other = self.objective("time" if target == "cost" else "cost")
         o = self.offer
         return (self.preference, not o.preferred, round(self.objective(target), 9),
                 round(other, 9), o.cloud, o.region, o.zone or "", o.instance_type or "",

@@ -8,9 +8,12 @@ from skyc.errors import ConfigError, InfeasibleError
 from skyc.optimizer.blocked import Blocked, parse_infra
 from skyc.optimizer.chain import Weight, solve_chain
 from skyc.optimizer.choice import Choice, Target
+from skyc.optimizer.concurrency import peak_tasks
 from skyc.optimizer.dag import solve_dag
+from skyc.optimizer.durations import run_reason, task_duration, with_run_hours
 from skyc.optimizer.explain import infeasible
 from skyc.optimizer.feasible import candidate_choices
+from skyc.optimizer.pipeline_cost import StepDuration
 from skyc.optimizer.plan import Plan, TaskPlan
 from skyc.optimizer.ports import CatalogLike, TaskLike
 from skyc.optimizer.rank import alternatives, best_per_location, top_preference
@@ -82,8 +85,11 @@ def place(options: Sequence[Sequence[Choice]], edges: Sequence[tuple[int, int]],
 
 def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
              blocked: Sequence[Blocked] = (), target: Target = "cost",
-             infra: str | None = None, edges: Sequence[tuple[int, int]] | None = None) -> Plan:
-    """Place every task. ``edges`` None = a chain in list order."""
+             infra: str | None = None, edges: Sequence[tuple[int, int]] | None = None,
+             durations: Sequence[StepDuration | None] | None = None) -> Plan:
+    """Place every task. ``edges`` None = a chain in list order. ``durations`` None =
+    each task's own ``duration`` (``_metadata.skyc.duration``), if it has one; with
+    every task's known, the whole run is minimised (see ``durations``)."""
     if target not in ("cost", "time"):
         raise ConfigError(f"--optimize must be cost or time, not '{target}'")
     where = parse_infra(infra)
@@ -104,6 +110,14 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
                               key=lambda c: c.key(target)))
     gb = [float(sum((t.outputs or {}).values())) for t in tasks]
     weight = _weight(catalog, target)
+    given = [task_duration(t) for t in tasks] if durations is None else list(durations)
+    if len(given) != n:
+        raise ValueError(f"{len(given)} durations for {n} tasks")
+    timed = with_run_hours(names, all_choices, given)
+    if timed is not None:  # the whole run, not one hour of it
+        all_choices = timed
+        options = [sorted(best_per_location(top_preference(c), target).values(),
+                          key=lambda c: c.key(target)) for c in timed]
     picks, _ = place(options, edge_list, gb, target, weight)
     egress = sum(catalog.egress_cost(picks[u].offer, picks[v].offer, gb[u]) for u, v in edge_list)
     plans = []
@@ -114,13 +128,17 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
             alternatives=[c.placement() for c in alts],
             reason=_reason(chosen, all_choices[i], target, n > 1 and any(gb)),
         ))
+    peak = peak_tasks([c.hourly_cost for c in picks], edge_list)
     return Plan(
-        tasks=plans, hourly_cost=round(sum(c.hourly_cost for c in picks), 6),
-        optimize=target, catalog=catalog.source, egress_cost=round(egress, 6),
+        tasks=plans, hourly_cost=round(sum(picks[i].hourly_cost for i in peak), 6),
+        peak_tasks=peak, optimize=target, catalog=catalog.source,
+        egress_cost=round(egress, 6), objective="run" if timed is not None else "hourly",
     )
 
 
 def _reason(chosen: Choice, choices: Sequence[Choice], target: Target, joint: bool) -> str:
+    if chosen.run_hours is not None:
+        return run_reason(chosen, top_preference(choices), target, joint)
     what = "cheapest" if target == "cost" else "fastest"
     levels = sorted({c.preference for c in choices})
     text = f"{what} of {len(choices)} feasible offers"

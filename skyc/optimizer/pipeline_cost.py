@@ -129,6 +129,12 @@ def _step_hours(task: str, p: Placement, d: StepDuration
     return hours, "time model", note
 
 
+def step_hours(task: str, p: Placement, d: StepDuration) -> float | None:
+    """The task's hours on ``p`` (scaled by the time model when measured on other
+    hardware); None when the model cannot scale to ``p``'s accelerator."""
+    return _step_hours(task, p, d)[0]
+
+
 def run_cost(plan: Plan, durations: Sequence[StepDuration | None],
              execution: Execution = "serial") -> RunCost:
     """Each step's cost for its duration, and the plan's total when all are known."""

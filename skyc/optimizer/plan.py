@@ -1,8 +1,9 @@
 """The Plan: the optimizer's output, versioned and JSON-serializable.
 
 ``skyc plan --format json`` prints ``Plan.model_dump(mode="json")`` (later
-stages add a ``stacks`` key next to ``tasks``). ``hourly_cost`` is always the
-total for all of a task's nodes.
+stages add a ``stacks`` key next to ``tasks``). A placement's ``hourly_cost`` is
+always the total for all of a task's nodes; the plan's is what the tasks that run at
+the same time cost together at the peak.
 """
 
 from __future__ import annotations
@@ -69,7 +70,14 @@ class Plan(BaseModel):
 
     format_version: str = PLAN_FORMAT_VERSION
     tasks: list[TaskPlan]
-    hourly_cost: float                          # sum over tasks
+    # USD/hour at the peak: the dearest set of tasks that run at the same time
+    # (``peak_tasks``, indices into ``tasks``): a chain's dearest step, or every task
+    # of a plan whose tasks run at once. Never the steps of a pipeline added up.
+    hourly_cost: float
+    peak_tasks: list[int] = Field(default_factory=list)
     optimize: str = "cost"                      # cost | time
+    # "hourly": ranked per hour (or by the time model's reference job); "run": every
+    # task had a duration, so the whole run's cost (or time) was minimised.
+    objective: str = "hourly"
     catalog: CatalogSource | None = None
     egress_cost: float = 0.0                    # USD for data moved between tasks (pipelines)
