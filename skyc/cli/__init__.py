@@ -180,8 +180,11 @@ def _no_plugin_search() -> None:
     loader = types.ModuleType(name, "No pydantic plugins: the skyc CLI disables them.")
 
     def real(attr: str) -> Any:
-        """Anything but ``get_plugins`` (a pydantic that asks for more): the real loader."""
-        del sys.modules[name]
+        """Anything but ``get_plugins`` (a pydantic that asks for more): the real loader.
+        Not module attributes such as ``__path__``, which the import system probes."""
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        sys.modules.pop(name, None)
         return getattr(importlib.import_module(name), attr)
 
     setattr(loader, "get_plugins", tuple)  # noqa: B010  (an empty iterable of plugins)
