@@ -145,7 +145,8 @@ def test_plan_of_a_pipeline_fits(home: Path, columns: int) -> None:
         assert "task train (chosen: the first row)" in narrow
     # the prose wraps between words on a terminal: the verdict and the total are whole
     flat = " ".join(narrow.split())
-    assert "(the steps run one after another: each is priced per hour on its own;" in flat
+    assert ("at the peak $43.0662/hr total (train: the steps run one after another, so "
+            "their hourly prices are not added up;") in flat
     [total] = [x for x in wide.splitlines() if x.startswith("total: $")]
     assert " ".join(total.split()) in flat
 

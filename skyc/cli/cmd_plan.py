@@ -69,6 +69,12 @@ def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None,
     ``total_cost`` and ``total_hours`` only when every step has a duration
     (``missing_duration`` names the others); serial steps' hours add up, parallel
     tasks' take the longest; ``egress_cost`` is part of the total.
+
+    ``hourly_cost`` and ``hourly_cost_total`` at the top are the plan's peak: what the
+    tasks that run at the same time (``peak_tasks``, indices into ``tasks``) cost per
+    hour together, so a pipeline's serial steps are never added up. ``objective`` is
+    ``run`` when every task's duration was known and the whole run was minimised,
+    ``hourly`` otherwise.
     """
     doc = plan.model_dump(mode="json")
     doc["tasks"] = [
@@ -103,6 +109,8 @@ def _egress_note(plan: Plan, index: int) -> str:
     """Why a pipeline step's chosen row may be dearer than another: data transfer."""
     tp = plan.tasks[index]
     cheaper = [a for a in tp.alternatives if a.hourly_cost < tp.placement.hourly_cost - 1e-9]
+    if cheaper and plan.objective == "run":  # ranked by the whole run, not per hour
+        return tp.reason
     if cheaper and "data transfer" in tp.reason:
         cost = (f"${plan.egress_cost:.2f} in all" if plan.egress_cost
                 else "none, here: the steps share a region")
@@ -196,8 +204,10 @@ def _verdict(plan: Plan, parallel: bool = False) -> str:
     if parallel:
         return (f"plan: {steps}; together ${plan.hourly_cost:.4f}/hr total (the tasks run "
                 f"at once){egress} (optimize {plan.optimize}; {src})")
-    return (f"plan: {steps}{egress} (the steps run one after another: each is priced per "
-            f"hour on its own; optimize {plan.optimize}; {src})")
+    peak = ", ".join(plan.tasks[i].name for i in plan.peak_tasks)
+    return (f"plan: {steps}{egress}; at the peak ${plan.hourly_cost:.4f}/hr total ({peak}: "
+            f"the steps run one after another, so their hourly prices are not added up; "
+            f"optimize {plan.optimize}; {src})")
 
 
 def _diff_with_progress(tasks: list[Any], plan: Plan, names: list[str], **kwargs: Any

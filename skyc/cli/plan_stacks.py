@@ -276,8 +276,11 @@ def print_policy(result: dict[str, Any] | None) -> None:
         print_line(f"  {v['rule']}: {where}{v['message']}")
 
 
-# ``skyc plan --format json``'s version: 1.1 added ``cost`` and ``policy``; 1.2 ``run_cost``.
-PLAN_JSON_VERSION = "1.2"
+# ``skyc plan --format json``'s version: 1.1 added ``cost`` and ``policy``; 1.2 ``run_cost``;
+# 2.0: for a pipeline whose steps run one after another, ``hourly_cost``,
+# ``hourly_cost_total`` and ``cost.total.after`` are the peak (the dearest step), no longer
+# the steps' sum; added ``peak_tasks``, ``objective``, ``cost.total.basis`` and ``at_once``.
+PLAN_JSON_VERSION = "2.0"
 
 
 def review_outputs(

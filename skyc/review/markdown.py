@@ -45,15 +45,22 @@ def _verdict(stacks: list[dict[str, Any]], cost: dict[str, Any]) -> str:
     t = cost["total"]
     adds = n["create"] + n["replace"]
     destroys = n["delete"] + n["replace"]
+    at, why = "", ""
+    if t.get("basis") == "peak":  # a pipeline: its steps' prices are never added up
+        names = ", ".join(f"`{c}`" for c in t["at_once"])
+        at = " at the peak"
+        why = (f"; {names}, the dearest step: the steps run one after another"
+               if len(t["at_once"]) == 1 else
+               f"; {names}, the dearest steps that run at the same time")
     return (f"**skyc plan**: {adds} to add, {n['update']} to change, {destroys} to destroy; "
-            f"${t['after']['hourly']:.4f}/hour ({_signed(t['delta']['hourly'], 4)}, "
-            f"{_pct(t['before']['hourly'], t['delta']['hourly'])}), "
-            f"${t['after']['monthly']:.2f}/month ({_signed(t['delta']['monthly'], 2)})")
+            f"${t['after']['hourly']:.4f}/hour{at} ({_signed(t['delta']['hourly'], 4)}, "
+            f"{_pct(t['before']['hourly'], t['delta']['hourly'])}{why}), "
+            f"${t['after']['monthly']:.2f}/month{at} ({_signed(t['delta']['monthly'], 2)})")
 
 
 def _run_cost(doc: dict[str, Any]) -> list[str]:
-    """A pipeline's run cost (its steps run one after another, so the $/hour above,
-    every cluster up at once, is not what it costs): each step and the total."""
+    """A pipeline's run cost (its steps run one after another, so the $/hour above is
+    only its dearest step's): each step and the total."""
     from skyc.optimizer.pipeline_cost import hours_text
 
     rc = doc.get("run_cost")

@@ -1,7 +1,10 @@
 """The review report's data: cost before, after and delta per cluster and in total.
 
 ``before`` is what the cluster costs now (the state's $/hour; 0 for a cluster not
-up), ``after`` the plan's placement; monthly figures are 730 hours.
+up), ``after`` the plan's placement; monthly figures are 730 hours. The total's
+``after`` counts what runs at the same time (``at_once``: the plan's ``peak_tasks``):
+every cluster of a plan whose tasks run at once, but only the dearest step of a
+pipeline whose steps run one after another (``basis``: ``peak``), never their sum.
 """
 
 from __future__ import annotations
@@ -31,12 +34,16 @@ def cost_section(doc: dict[str, Any], clusters: list[str], hours: float | None =
         if hours is not None:
             entry["run_total"] = round(after * hours, 2)
         per.append(entry)
+    peak = doc.get("peak_tasks")
+    at_once = list(range(len(per))) if peak is None else [int(i) for i in peak]
     before = sum(c["before"]["hourly"] for c in per)
-    after = sum(c["after"]["hourly"] for c in per)
+    after = sum(per[i]["after"]["hourly"] for i in at_once)
     total: dict[str, Any] = {"before": _money(before), "after": _money(after),
-                             "delta": _money(after - before)}
-    if hours is not None:
-        total["run_total"] = round(after * hours, 2)
+                             "delta": _money(after - before),
+                             "basis": "all at once" if len(at_once) == len(per) else "peak",
+                             "at_once": [per[i]["cluster"] for i in at_once]}
+    if hours is not None:  # each cluster for N hours, whether at once or one after another
+        total["run_total"] = round(sum(c["after"]["hourly"] for c in per) * hours, 2)
         total["hours"] = hours
     return {"clusters": per, "total": total, "hours_per_month": HOURS_PER_MONTH}
 
