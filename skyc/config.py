@@ -23,7 +23,6 @@ Every section is optional::
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +36,10 @@ from skyc.compiler.azure.config import AzureConfig
 from skyc.compiler.gcp.config import GcpConfig
 from skyc.compiler.kubernetes.config import KubernetesConfig
 from skyc.errors import ConfigError
+
+# Re-exported: the config file lies in skyc's home directory.
+from skyc.home import config_path as config_path
+from skyc.home import skyc_home as skyc_home
 
 
 class _Model(BaseModel):
@@ -144,15 +147,6 @@ class SkycConfig(_Model):
     azure: AzureConfig = _section(AzureConfig)
     gcp: GcpConfig = _section(GcpConfig)
     jobs: JobsConfig = _section(JobsConfig)
-
-
-def skyc_home() -> Path:
-    """The directory that holds skyc's config, state, clusters and logs."""
-    return Path(os.environ.get("SKYC_HOME") or Path.home() / ".skyc").expanduser()
-
-
-def config_path() -> Path:
-    return skyc_home() / "config.yaml"
 
 
 def load_config(path: Path | None = None) -> SkycConfig:

@@ -306,7 +306,7 @@ class StateDB:
 
     def __init__(self, path: Path | None = None) -> None:
         if path is None:
-            from skyc.config import skyc_home
+            from skyc.home import skyc_home
 
             path = skyc_home() / "state.db"
         self.path = path
@@ -391,7 +391,7 @@ class StateDB:
         Keeps what is still true of an existing record (launch time, last job,
         engine, workspace); the nodes are kept only if the placement is unchanged.
         """
-        from skyc.config import skyc_home
+        from skyc.home import skyc_home
 
         placement_doc = placement.model_dump(mode="json")
         old = self.get_cluster(name)

@@ -138,6 +138,8 @@ def test_exec_imports_no_optimizer_catalog_or_engine(tmp_path: Path) -> None:
     assert _loaded(names, STAGES) == []  # its job is recorded without the launch stages
     assert _loaded(names, ("skyc.optimizer.core", "skyc.optimizer.chain", "skyc.catalog",
                            "importlib.metadata")) == []
+    # The state, locks, logs and workspace need skyc's directory, not the config's models.
+    assert _loaded(names, ("skyc.config", "skyc.compiler")) == []
 
 
 def test_no_config_file_builds_no_config_validator(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from skyc.config import skyc_home
 from skyc.errors import ConfigError
+from skyc.home import skyc_home
 from skyc.stacks.engines import stack_engine, write_stack
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
