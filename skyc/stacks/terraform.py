@@ -46,7 +46,8 @@ NAME = "terraform"
 _INIT_MARK = ".terraform/skyc-init.sha256"
 
 PLAN_FILE = "skyc.tfplan"
-REFRESH_PLAN_FILE = "skyc-refresh.tfplan"  # read, then removed
+# The saved plan of a refresh: read, then removed; one per process (refreshes may overlap)
+REFRESH_PLAN_FILE = "skyc-refresh-{pid}.tfplan"
 DEFAULT_APPLY_TIMEOUT_S = 3600.0
 _KILL_GRACE_S = 30.0
 # How long plan/apply/destroy wait for the state lock, e.g. held by a terraform
@@ -317,10 +318,11 @@ class TerraformEngine:
 
     def refresh(self) -> Refresh:
         """A refresh-only plan: every resource read back from the cloud, nothing changed."""
-        saved = self.workspace / REFRESH_PLAN_FILE
+        name = REFRESH_PLAN_FILE.format(pid=os.getpid())
+        saved = self.workspace / name
         rc, lines, diags = self._run(
             "refresh", ["plan", "-refresh-only", "-json", "-input=false", "-lock-timeout=60s",
-                        f"-out={REFRESH_PLAN_FILE}"],
+                        f"-out={name}"],
             timeout_s=600, json_lines=True,
         )
         if rc != 0:
@@ -328,7 +330,7 @@ class TerraformEngine:
             raise self._fail("refresh", lines, diags)
         gone = drift_deleted("\n".join(lines))
         try:
-            read = self._capture_json("show", ["show", "-json", "-no-color", REFRESH_PLAN_FILE])
+            read = self._capture_json("show", ["show", "-json", "-no-color", name])
         finally:
             saved.unlink(missing_ok=True)
         state = self._capture_json("show", ["show", "-json", "-no-color"])
