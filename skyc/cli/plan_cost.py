@@ -21,16 +21,9 @@ GIVE_ONE = "give one under _metadata.skyc.duration in the task file, e.g. durati
 
 def durations_of(tasks: Sequence[Task]) -> list[StepDuration | None]:
     """Each task's ``_metadata.skyc.duration``, as the optimizer's StepDuration."""
-    from skyc.optimizer.pipeline_cost import StepDuration
+    from skyc.optimizer.durations import task_duration
 
-    out: list[StepDuration | None] = []
-    for task in tasks:
-        d = task.duration
-        ref = d.reference if d is not None else None
-        out.append(None if d is None else StepDuration(
-            hours=d.hours, given_as=d.time,
-            measured_on=(ref.name or "", ref.count) if ref is not None else None))
-    return out
+    return [task_duration(task) for task in tasks]
 
 
 def _rows(rc: RunCost, plan: Plan) -> list[tuple[str, ...]]:

@@ -44,18 +44,35 @@ def cheaper_elsewhere(tasks: Sequence[Any], plan: Plan, scope: PlanScope, config
         other = optimize(list(tasks), cat, infra=infra, edges=[] if parallel else None)
     except SkycError:
         return None
-    mine = plan.hourly_cost + plan.egress_cost
-    theirs = other.hourly_cost + other.egress_cost
+    from skyc.optimizer.durations import task_duration
+    from skyc.optimizer.pipeline_cost import comparable_cost
+
+    durations = [task_duration(t) for t in tasks]
+    mine, basis = comparable_cost(plan, durations, "parallel" if parallel else "serial")
+    theirs, _ = comparable_cost(other, durations, "parallel" if parallel else "serial")
     if theirs >= mine - 1e-9:
         return None
     clouds = sorted({t.placement.cloud for t in other.tasks})
     how = [m for c in clouds if (m := missing_credentials(c, config=config))]
-    return {"clouds": clouds, "hourly_cost_total": round(other.hourly_cost, 6),
-            "egress_cost": round(other.egress_cost, 6), "enable": how}
+    found = {"clouds": clouds, "hourly_cost_total": round(other.hourly_cost, 6),
+             "egress_cost": round(other.egress_cost, 6), "enable": how}
+    if basis == "run" or (len(tasks) > 1 and not parallel):
+        # a pipeline's steps run one after another: compared by the whole run, or by
+        # an hour of each step, never by their hourly prices added up
+        found.update({"compared_by": basis, "cost": round(theirs, 6),
+                      "this_plan_cost": round(mine, 6)})
+    return found
 
 
 def cheaper_line(found: dict[str, Any], plan: Plan) -> str:
     where = ", ".join(found["clouds"])
     how = "; ".join(found["enable"]) or "list it under infra: in $SKYC_HOME/config.yaml"
+    if found.get("compared_by") == "run":
+        return (f"{where} would cost ${found['cost']:,.2f} for the whole run "
+                f"(this plan: ${found['this_plan_cost']:,.2f}): enable it ({how})")
+    if found.get("compared_by") == "hour":
+        return (f"{where} would cost ${found['cost']:.4f} for an hour of each step, data "
+                f"transfer included (this plan: ${found['this_plan_cost']:.4f}): enable it "
+                f"({how})")
     return (f"{where} would be ${found['hourly_cost_total']:.4f}/hr total "
             f"(this plan: ${plan.hourly_cost:.4f}/hr total): enable it ({how})")

@@ -3,7 +3,12 @@
 ``--optimize cost`` minimizes the hourly price x num_nodes (spot price per zone
 when ``use_spot``); ``--optimize time`` minimizes estimated hours (see
 ``timemodel``: relative accelerator throughput x count x nodes), cost breaking
-ties. Ordered resources: a lower preference wins over a cheaper higher one.
+ties. When every task has a duration (``_metadata.skyc.duration``), the whole run
+is minimized instead: each offer's hourly price x the task's hours on it (scaled
+by the time model when measured on other hardware), or those hours for ``time``
+(``durations``). A plan's ``hourly_cost`` is its peak: the dearest set of tasks
+that run at the same time (``concurrency``), never serial steps added up.
+Ordered resources: a lower preference wins over a cheaper higher one.
 Pipelines add data transfer between placements (``skyc.catalog.egress``):
 chains by dynamic programming (``chain``), general DAGs by an integer program
 (``dag``). Ties break on ``Choice.key``: (preference, objective, other

@@ -5,8 +5,9 @@ there; data moves between regions, so the zone does not change a transfer).
 ``gb[t]`` is what task t passes to task t+1. The total to minimize is
 ``sum(objective(task)) + sum(transfer(t -> t+1))``, where the objective is the
 hourly cost (each task is taken to run one hour, SkyPilot's default estimate)
-or the estimated hours, and the transfer is the egress cost in USD or the
-transfer time in hours.
+or the estimated hours, or, when every task has a duration, the task's whole
+run (hourly cost x its hours there, or those hours), and the transfer is the
+egress cost in USD or the transfer time in hours.
 
 The transfer weight depends only on the source cloud, the destination cloud
 and whether the region differs (``skyc.catalog.egress``), so for each

@@ -161,3 +161,14 @@ def run_cost(plan: Plan, durations: Sequence[StepDuration | None],
         total_cost = round(sum(s.cost or 0.0 for s in steps) + plan.egress_cost, 6)
     return RunCost(execution=execution, steps=steps, egress_cost=plan.egress_cost,
                    total_cost=total_cost, total_hours=total_hours, missing_duration=missing)
+
+
+def comparable_cost(plan: Plan, durations: Sequence[StepDuration | None],
+                    execution: Execution = "serial") -> tuple[float, Literal["run", "hour"]]:
+    """What two plans of the same tasks compare by: the whole run's cost when every
+    task has a duration (``run``), else each task for one hour plus the data moved
+    (``hour``, the optimizer's own measure then). Never the peak alone."""
+    rc = run_cost(plan, durations, execution)
+    if rc.total_cost is not None:
+        return rc.total_cost, "run"
+    return sum(tp.placement.hourly_cost for tp in plan.tasks) + plan.egress_cost, "hour"

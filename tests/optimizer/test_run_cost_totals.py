@@ -118,3 +118,39 @@ def test_cost_section_without_a_peak_adds_every_cluster(tmp_path: Path,
     peak = cost_section({"tasks": tasks, "peak_tasks": [1]}, ["a", "b"], hours=2)["total"]
     assert (peak["after"]["hourly"], peak["basis"], peak["at_once"]) == (3.0, "peak", ["b"])
     assert peak["run_total"] == 8.0              # each cluster for the 2 hours given
+
+
+@pytest.mark.parametrize("eval_meta", ["_metadata: {skyc: {duration: 30m}}\n", ""])
+def test_a_cheaper_disabled_cloud_for_a_pipeline_compares_whole_runs(
+        tmp_path: Path, eval_meta: str) -> None:
+    from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line
+    from skyc.config import SkycConfig
+    from skyc.infra import PlanScope, catalog_for
+    from skyc.optimizer.durations import task_duration
+    from skyc.optimizer.pipeline_cost import run_cost
+
+    path = tmp_path / "a100.yaml"
+    path.write_text(
+        "name: p\n---\nname: prep\noutputs: {s3://b/d: 10}\n"
+        "_metadata: {skyc: {duration: 2h}}\nrun: echo\n---\n"
+        "name: train\nresources: {accelerators: A100:8}\n"
+        "_metadata: {skyc: {duration: 10h}}\nrun: echo\n---\n"
+        f"name: eval\nresources: {{accelerators: T4:1}}\n{eval_meta}run: echo\n")
+    tasks = list(load_tasks(path).tasks)
+    config = SkycConfig()
+    here = PlanScope(names=frozenset({"aws"}), disabled=("gcp", "azure"))
+    plan = optimize(tasks, catalog_for(config, tasks, catalog_dir=SMALL_CATALOG, scope=here))
+    found = cheaper_elsewhere(tasks, plan, here, config, infra=None, catalog_dir=SMALL_CATALOG,
+                              target="cost", parallel=False)
+    assert found is not None
+    line = cheaper_line(found, plan)
+    if eval_meta:   # every step has a duration: the whole runs are compared
+        mine = run_cost(plan, [task_duration(t) for t in tasks]).total_cost
+        assert found["compared_by"] == "run" and found["this_plan_cost"] == pytest.approx(mine)
+        assert f"for the whole run (this plan: ${mine:,.2f})" in line
+    else:           # an hour of each step, as the optimizer ranks them; never a "total"
+        mine = sum(tp.placement.hourly_cost for tp in plan.tasks) + plan.egress_cost
+        assert found["compared_by"] == "hour"
+        assert found["this_plan_cost"] == pytest.approx(mine)
+        assert "for an hour of each step" in line
+    assert "/hr total" not in line and found["cost"] < found["this_plan_cost"]
