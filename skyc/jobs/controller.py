@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 
 NO_RESOURCE = (InfeasibleError, ProvisionError, FailoverExhausted)
+# How long saving a lost run's logs waits for its nodes (they rarely come back).
+LOST_NODE_WAIT_S = 5.0
 
 
 def poll_interval() -> float:
@@ -238,7 +240,9 @@ class Controller:
                     {"cluster": cluster, "infra": _infra(info)}, cluster=cluster,
                     cluster_job=run_id)
             verdict = self._watch(info, run_id)
-            self._save_logs(info, run_id, attempt)
+            # a lost node does not answer: wait for it briefly, not a booting node's while
+            self._save_logs(info, run_id, attempt,
+                            connect_timeout=LOST_NODE_WAIT_S if verdict.state == "lost" else None)
             if verdict.state == "succeeded":
                 self.store.close_attempt(attempt, "SUCCEEDED")
                 return "SUCCEEDED", verdict.why
@@ -393,9 +397,11 @@ class Controller:
         with contextlib.suppress(SkycError, OSError):
             cancel(info, run_id)
 
-    def _save_logs(self, info: ClusterInfo, run_id: int, attempt: int) -> None:
+    def _save_logs(self, info: ClusterInfo, run_id: int, attempt: int, *,
+                   connect_timeout: float | None = None) -> None:
         """Keep the run's output under the job's log directory (its cluster goes away)."""
         from skyc.runtime import tail_logs
+        from skyc.runtime.jobs import CONNECT_TIMEOUT
 
         path = managed_log_dir(self.job_id) / f"attempt-{attempt}-job-{run_id}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -406,7 +412,8 @@ class Controller:
             def write(data: bytes) -> None:
                 out.write(data)
 
-            tail_logs(info, run_id, follow=False, on_output=write)
+            tail_logs(info, run_id, follow=False, on_output=write,
+                      connect_timeout=connect_timeout or CONNECT_TIMEOUT)
         os.replace(partial, path)
 
     def _down(self, cluster: str) -> None:

@@ -101,9 +101,10 @@ def job_exit_code(codes: list[tuple[int, bool]]) -> int:
 
 
 async def _tail(cluster: ClusterInfo, job_id: int | None, follow: bool,
-                sinks: tuple[LineCallback | None, OutputCallback | None]) -> tuple[int, int]:
-    async with ClusterSession(cluster) as session:
-        await session.open(CONNECT_TIMEOUT)
+                sinks: tuple[LineCallback | None, OutputCallback | None],
+                connect_timeout: float = CONNECT_TIMEOUT) -> tuple[int, int]:
+    async with ClusterSession(cluster, connect_timeout=min(10.0, connect_timeout)) as session:
+        await session.open(connect_timeout)
         table = await session.head.status()
         if job_id is None:
             if not table:
@@ -130,10 +131,14 @@ async def _tail(cluster: ClusterInfo, job_id: int | None, follow: bool,
 
 def tail_logs(cluster: ClusterInfo, job_id: int | None = None, follow: bool = False, *,
               on_line: LineCallback | None = None,
-              on_output: OutputCallback | None = None) -> int:
+              on_output: OutputCallback | None = None,
+              connect_timeout: float = CONNECT_TIMEOUT) -> int:
     """Stream a job's logs (the latest job by default) from its nodes; returns the job's
-    exit code (see :func:`job_exit_code`): -1 while it has not finished on some node."""
-    _, code = asyncio.run(_tail(cluster, job_id, follow, (on_line, on_output)))
+    exit code (see :func:`job_exit_code`): -1 while it has not finished on some node.
+    ``connect_timeout`` bounds the wait for nodes that do not answer (booting ones are
+    retried that long)."""
+    _, code = asyncio.run(_tail(cluster, job_id, follow, (on_line, on_output),
+                                connect_timeout))
     return code
 
 
