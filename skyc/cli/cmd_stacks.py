@@ -122,8 +122,14 @@ def destroy_cmd(
     names: list[str] = typer.Argument(None, metavar="CLUSTER", help="Cluster name(s)."),
     all_clusters: bool = typer.Option(False, "-a", "--all", help="Every cluster skyc knows."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    purge: bool = typer.Option(
+        False, "--purge", help="Destroy the managed-jobs controller cluster even while it "
+        "supervises unfinished jobs or does not answer (their state is lost)."),
 ) -> None:
-    """Destroy clusters: every resource of their stacks, then their workspaces."""
+    """Destroy clusters: every resource of their stacks, then their workspaces.
+
+    The managed-jobs controller cluster is refused while it supervises unfinished jobs
+    (cancel them first with `skyc jobs cancel --all`)."""
     from skyc.errors import ConfigError
     from skyc.locks import cluster_lock
     from skyc.provision import teardown
@@ -144,6 +150,9 @@ def destroy_cmd(
                           hint="see your clusters with: skyc status")
     for name in names:
         check_cluster_name(name)
+    from skyc.jobs.remote import check_destroy
+
+    check_destroy(names, purge=purge)  # the managed-jobs controller's cluster
     if not yes:
         if not sys.stdin.isatty():
             raise ConfigError(

@@ -240,3 +240,33 @@ class RemoteController:
 
 def _tail(data: bytes) -> str:
     return data.decode(errors="replace").strip()[-1500:] or "(no output)"
+
+
+def check_destroy(names: Sequence[str], *, purge: bool = False) -> None:
+    """Refuse to destroy the controller cluster while it supervises unfinished jobs
+    (their clusters would be left running with nobody to end them), or while it does
+    not answer, unless ``purge``: then its jobs' state is lost with it."""
+    from skyc.config import JobsControllerConfig, load_config
+    from skyc.jobs.records import TERMINAL
+
+    name = controller_cluster_name()
+    if name not in names or purge:
+        return
+    settings = load_config().jobs.controller or JobsControllerConfig(infra="local")
+    try:
+        jobs = RemoteController(settings).queue()
+    except ControllerUnreachable as exc:
+        raise SkycError(
+            f"destroy: {name} is the managed-jobs controller and does not answer, so "
+            f"whether it still supervises jobs is unknown ({exc.message})",
+            hint="bring it back with `skyc jobs controller-up` and cancel its jobs, or "
+            "pass --purge to destroy it anyway (its jobs' state and any job cluster it "
+            "made are left to you: see `skyc status`)") from None
+    unfinished = [j for j in jobs if j.get("status") not in TERMINAL]
+    if unfinished:
+        listed = ", ".join(f"{j.get('id')} ({j.get('status')})" for j in unfinished[:10])
+        raise SkycError(
+            f"destroy: {name} is the managed-jobs controller and still supervises "
+            f"{len(unfinished)} unfinished job(s): {listed}",
+            hint="cancel them first with `skyc jobs cancel --all` (their clusters are "
+            "torn down), or wait for them to end; --purge destroys it anyway")

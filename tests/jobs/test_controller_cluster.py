@@ -127,6 +127,26 @@ def test_cancel_is_forwarded_and_leaves_nothing_of_the_job(jobs: Skyc) -> None:
     assert not (home / "clusters" / "skyc-job-1" / "cluster.json").exists()
 
 
+def test_destroying_the_controller_cluster_is_refused_while_it_supervises_a_job(
+        jobs: Skyc) -> None:
+    _controller_config(jobs)
+    jobs.write("long.yaml", "name: long\nresources:\n  infra: local\nrun: sleep 600\n")
+    jobs.ok("jobs", "launch", "long.yaml", "-y", "-d")
+    wait_for(jobs, 1, lambda j: j["status"] == "RUNNING", timeout=60)
+    name = _controller(jobs)
+
+    refused = jobs("destroy", name, "--yes", timeout=120)
+    assert refused.returncode == 1 and "Traceback" not in refused.output, str(refused)
+    assert "managed-jobs controller and still supervises 1 unfinished job(s): 1 (RUNNING)" \
+        in " ".join(refused.stderr.split()), refused.stderr
+    assert "skyc jobs cancel --all" in refused.stderr
+    assert name in jobs.clusters() and queue(jobs)[0]["status"] == "RUNNING"
+
+    jobs.ok("jobs", "cancel", "--all", timeout=120)
+    jobs.ok("destroy", name, "--yes", timeout=180)
+    assert jobs.clusters() == []
+
+
 def test_without_a_controller_section_no_controller_cluster_is_made(jobs: Skyc) -> None:
     jobs.write("quick.yaml", "name: quick\nresources:\n  infra: local\nrun: echo hi\n")
     jobs.ok("jobs", "launch", "quick.yaml", "-y", "-d")
