@@ -204,7 +204,7 @@ def _verdict(plan: Plan, parallel: bool = False) -> str:
     if parallel:
         return (f"plan: {steps}; together ${plan.hourly_cost:.4f}/hr total (the tasks run "
                 f"at once){egress} (optimize {plan.optimize}; {src})")
-    peak = ", ".join(plan.tasks[i].name for i in plan.peak_tasks)
+    peak = ", ".join(plan.tasks[i].name for i in plan.peak_tasks or range(len(plan.tasks)))
     return (f"plan: {steps}{egress}; at the peak ${plan.hourly_cost:.4f}/hr total ({peak}: "
             f"the steps run one after another, so their hourly prices are not added up; "
             f"optimize {plan.optimize}; {src})")

@@ -257,7 +257,7 @@ def check_policy(
                for t, tp, c in zip(tasks, plan.tasks, names, strict=True)]
     labels = {k: v for p in planned for k, v in p.labels.items()}
     violations = evaluate(policy, planned, usage_from_state(),
-                          current_user(labels, dict(os.environ)))
+                          current_user(labels, dict(os.environ)), at_once=plan.peak_tasks)
     return {"file": str(path), "ok": not violations,
             "violations": [v.model_dump(mode="json") for v in violations]}
 

@@ -175,26 +175,35 @@ def check_placement(policy: Policy, item: Planned) -> list[Violation]:
 
 
 def evaluate(policy: Policy, planned: Sequence[Planned], usage: Usage,
-             user: str | None) -> list[Violation]:
-    """Every violation of the plan: per cluster, in total, and against quotas."""
+             user: str | None, at_once: Sequence[int] | None = None) -> list[Violation]:
+    """Every violation of the plan: per cluster, in total, and against quotas.
+
+    ``at_once``: the planned clusters that run at the same time at the plan's peak
+    (the plan's ``peak_tasks``; None: all of them). A pipeline's steps run one after
+    another, so the hourly total and the daily spend count its dearest step, not the
+    steps added up."""
     out = [v for item in planned for v in check_placement(policy, item)]
-    total = sum(i.placement.hourly_cost for i in planned)
+    peak = [planned[i] for i in at_once] if at_once else list(planned)
+    total = sum(i.placement.hourly_cost for i in peak)
     cap = policy.max_hourly_cost_total
     if cap is not None and total > cap + 1e-9:
+        what = ("in all" if len(peak) == len(planned) else
+                f"at the peak ({', '.join(i.cluster for i in peak)}; the others run before "
+                "or after)")
         out.append(Violation(rule="max_hourly_cost_total", cluster=None,
-                             message=f"${total:.4f}/hour in all is over the ${cap:g}/hour "
+                             message=f"${total:.4f}/hour {what} is over the ${cap:g}/hour "
                              "allowed in total"))
-    out += _quotas(policy, planned, usage, user)
+    out += _quotas(policy, planned, usage, user, peak)
     return out
 
 
-def _quotas(policy: Policy, planned: Sequence[Planned], usage: Usage, user: str | None
-            ) -> list[Violation]:
+def _quotas(policy: Policy, planned: Sequence[Planned], usage: Usage, user: str | None,
+            peak: Sequence[Planned]) -> list[Violation]:
     names = {i.cluster for i in planned}
     gpus_used = sum(g for c, (g, _) in usage.clusters.items() if c not in names)
     cost_used = sum(h for c, (_, h) in usage.clusters.items() if c not in names)
     gpus_new = gpus_used + sum(gpus(i.placement) for i in planned)
-    per_day = 24 * (cost_used + sum(i.placement.hourly_cost for i in planned))
+    per_day = 24 * (cost_used + sum(i.placement.hourly_cost for i in peak))
     labels: dict[str, str] = {}
     for i in planned:
         labels.update(i.labels)

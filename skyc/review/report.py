@@ -35,7 +35,7 @@ def cost_section(doc: dict[str, Any], clusters: list[str], hours: float | None =
             entry["run_total"] = round(after * hours, 2)
         per.append(entry)
     peak = doc.get("peak_tasks")
-    at_once = list(range(len(per))) if peak is None else [int(i) for i in peak]
+    at_once = [int(i) for i in peak] if peak else list(range(len(per)))
     before = sum(c["before"]["hourly"] for c in per)
     after = sum(per[i]["after"]["hourly"] for i in at_once)
     total: dict[str, Any] = {"before": _money(before), "after": _money(after),

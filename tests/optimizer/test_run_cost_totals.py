@@ -154,3 +154,36 @@ def test_a_cheaper_disabled_cloud_for_a_pipeline_compares_whole_runs(
         assert found["this_plan_cost"] == pytest.approx(mine)
         assert "for an hour of each step" in line
     assert "/hr total" not in line and found["cost"] < found["this_plan_cost"]
+
+
+def test_policy_total_and_daily_spend_count_the_peak() -> None:
+    from skyc.optimizer.plan import Placement
+    from skyc.review.policy import Planned, Policy, Usage, evaluate
+
+    planned = [Planned(name, Placement(cloud="aws", region="us-east-1", hourly_cost=cost))
+               for name, cost in (("prep", 0.5), ("train", 30.0), ("eval", 0.7))]
+    policy = Policy.model_validate({"max_hourly_cost_total": 31,
+                                    "users": {"ann": {"max_spend_per_day": 740}}})
+    # The steps added up ($31.2/hour, $748.80/day) would break both rules...
+    assert {v.rule for v in evaluate(policy, planned, Usage(), "ann")} == {
+        "max_hourly_cost_total", "users.ann"}
+    # ...but they run one after another: at the peak only train's $30/hour runs.
+    assert evaluate(policy, planned, Usage(), "ann", at_once=[1]) == []
+    strict = Policy.model_validate({"max_hourly_cost_total": 20})
+    [v] = evaluate(strict, planned, Usage(), None, at_once=[1])
+    assert v.message.startswith("$30.0000/hour at the peak (train; the others run before")
+
+
+def test_plan_policy_total_of_a_pipeline_is_its_peak(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    doc = json.loads(_plan_cli(tmp_path, _file(tmp_path), "--format", "json").stdout)
+    each = [t["placement"]["hourly_cost"] for t in doc["tasks"]]
+    policy.write_text(f"max_hourly_cost_total: {(max(each) + sum(each)) / 2}\n")
+    r = _plan_cli(tmp_path, _file(tmp_path), "--policy", str(policy), "--format", "json")
+    assert r.returncode == 0, r.stdout
+    assert json.loads(r.stdout)["policy"]["ok"] is True
+    policy.write_text(f"max_hourly_cost_total: {max(each) - 1}\n")
+    r = _plan_cli(tmp_path, _file(tmp_path), "--policy", str(policy), "--format", "json")
+    assert r.returncode == 1
+    [v] = json.loads(r.stdout)["policy"]["violations"]
+    assert v["rule"] == "max_hourly_cost_total" and "at the peak (train;" in v["message"]
