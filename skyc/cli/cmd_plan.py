@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 _OPTIMIZE_HELP = (
     "cost: cheapest hourly price x num_nodes (spot price when use_spot). "
     "time: fastest by the time model, hours = 1 / (relative accelerator throughput "
-    "(H100 = 1) x count x num_nodes); CPU-only nodes all count alike, so cost breaks ties."
+    "(H100 = 1) x count x num_nodes); CPU-only nodes all count alike, so cost breaks ties. "
+    "When every task has _metadata.skyc.duration: the whole run (cost: $/hr total x its "
+    "hours there; time: those hours), data transfer included."
 )
 
 
