@@ -31,6 +31,9 @@ if TYPE_CHECKING:  # neither the catalog nor the stacks are loaded for a target 
     from skyc.stacks.model import Stack
 
 CLUSTER_LABEL = "skyc-cluster"
+# The label of the managed-jobs controller's cluster (skyc.jobs.controller_cluster).
+ROLE_LABEL = "skyc-role"
+CONTROLLER_ROLE = "jobs-controller"
 
 
 class Capabilities(BaseModel):
@@ -51,6 +54,10 @@ class Capabilities(BaseModel):
     # The most nodes one cluster may have on this target. Checked before anything
     # runs, so a typo such as ``num_nodes: 100000`` never reaches the engine.
     max_nodes: int = 1
+    # How the nodes of a managed-jobs controller cluster on this target get credentials
+    # to provision this target's clusters: "instance-role" (a role attached to the
+    # nodes, scoped to what skyc's stacks need). None: skyc gives them none yet.
+    controller_credentials: str | None = None
 
 
 class BuildRequest(BaseModel):
@@ -70,6 +77,12 @@ class BuildRequest(BaseModel):
     def labels(self) -> dict[str, str]:
         """The labels every resource of the cluster carries."""
         return cluster_labels(self.cluster, self.candidate)
+
+    @property
+    def jobs_controller(self) -> bool:
+        """Whether the cluster runs the managed-jobs controller (its label says so):
+        its nodes get the credentials the target's ``controller_credentials`` names."""
+        return self.candidate.labels.get(ROLE_LABEL) == CONTROLLER_ROLE
 
 
 class Target(BaseModel):

@@ -18,5 +18,6 @@ TARGET = Target(
         custom_images=True,
         needs_providers=True,
         max_nodes=512,  # one cluster placement group holds at most a few hundred instances
+        controller_credentials="instance-role",  # an IAM role and instance profile
     ),
 )

@@ -6,7 +6,8 @@ group (SSH, the task's ports, all traffic between the cluster's nodes, all
 egress) written as separate rule resources, the cluster's key pair (public key
 from the ``ssh_public_key`` variable), a cluster placement group for multi-node
 clusters, EFA interfaces (with an Elastic IP each) where ``network_tier: best``
-and the instance type has EFA, and the instances.
+and the instance type has EFA, and the instances. The managed-jobs controller's
+cluster also gets an IAM role and instance profile (skyc.compiler.aws.roles).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skyc.compiler.aws import images
+from skyc.compiler.aws import images, roles
 from skyc.compiler.base import BuildRequest, node_name, port_range
 from skyc.compiler.keys import ensure_key_pair
 from skyc.compiler.templates import render
@@ -74,6 +75,9 @@ TYPES: dict[str, tuple[str, str]] = {
     "eip": ("aws_eip", "aws.ec2.Eip"),
     "instance": ("aws_instance", "aws.ec2.Instance"),
     "instance_state": ("aws_ec2_instance_state", "aws.ec2transitgateway.InstanceState"),
+    "iam_role": ("aws_iam_role", "aws.iam.Role"),
+    "iam_role_policy": ("aws_iam_role_policy", "aws.iam.RolePolicy"),
+    "instance_profile": ("aws_iam_instance_profile", "aws.iam.InstanceProfile"),
 }
 
 # An on-demand node's power state is an input of its stack: ``skyc stop`` re-applies the
@@ -205,6 +209,25 @@ def _firewall(
     }))
 
 
+def _controller_role(stack: Stack, labels: dict[str, str], cluster: str) -> Ref:
+    """The managed-jobs controller's IAM role, its policy (skyc.compiler.aws.roles) and
+    the instance profile its nodes carry; returns the profile's name."""
+    name = roles.role_name(cluster)
+    tags = _tags(labels, name)
+    stack.add(_resource("iam_role", "controller_role", "controller", {
+        "name": name, "description": f"skyc jobs controller {cluster}: provisions job clusters",
+        "assume_role_policy": roles.trust_policy(), "tags": tags,
+    }))
+    role = Ref(resource="controller_role", attribute="name")
+    stack.add(_resource("iam_role_policy", "controller_policy", "controller", {
+        "name": "skyc-job-clusters", "role": role, "policy": roles.controller_policy(),
+    }))
+    stack.add(_resource("instance_profile", "controller_profile", "controller", {
+        "name": name, "role": role, "tags": tags,
+    }))
+    return Ref(resource="controller_profile", attribute="name")
+
+
 def uses_efa(placement: Placement, candidate: ResourceCandidate) -> bool:
     return candidate.network_tier == "best" and placement.instance_type in EFA_INSTANCE_TYPES
 
@@ -258,10 +281,13 @@ def _instance_settings(
 
 def _instances(
     stack: Stack, labels: dict[str, str], cluster: str,
-    placement: Placement, candidate: ResourceCandidate,
+    placement: Placement, candidate: ResourceCandidate, profile: Ref | None = None,
 ) -> list[Ref]:
-    """Adds one instance per node (and its EFA interface); returns the public IPs."""
+    """Adds one instance per node (and its EFA interface); returns the public IPs.
+    ``profile``: the instance profile the nodes carry (the jobs controller's)."""
     settings, ignore = _instance_settings(stack, labels, cluster, placement, candidate)
+    if profile is not None:
+        settings["iam_instance_profile"] = profile
     efa = uses_efa(placement, candidate)
     public_ips = []
     for rank in range(placement.num_nodes):
@@ -328,7 +354,8 @@ def build(request: BuildRequest) -> Stack:
         "key_name": f"skyc-{cluster}", "public_key": Var(name="ssh_public_key"),
         "tags": _tags(labels, f"skyc-{cluster}"),
     }))
-    public_ips = _instances(stack, labels, cluster, placement, candidate)
+    profile = _controller_role(stack, labels, cluster) if request.jobs_controller else None
+    public_ips = _instances(stack, labels, cluster, placement, candidate, profile)
     nodes = range(placement.num_nodes)
     stack.outputs = {
         "instance_ids": Output(value=[Ref(resource=f"node_{i}", attribute="id") for i in nodes]),

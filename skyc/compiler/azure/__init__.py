@@ -27,6 +27,7 @@ def _record() -> Any:
             custom_images=True,
             needs_providers=True,
             max_nodes=200,  # an availability set (one InfiniBand fabric) holds at most 200 VMs
+            controller_credentials=None,  # not yet: a managed identity
         ),
     )
 

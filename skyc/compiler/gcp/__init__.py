@@ -25,6 +25,7 @@ def _record() -> Any:
             custom_images=True,
             needs_providers=True,    # the engine fetches the gcp provider plugin
             max_nodes=512,
+            controller_credentials=None,  # not yet: a service account on the VM
         ),
     )
 

@@ -38,6 +38,7 @@ def _record() -> Any:
             # Each pod is one resource the engine creates and waits for; beyond a few
             # hundred a single stack's apply gets slow and a JobSet would fit better.
             max_nodes=256,
+            controller_credentials=None,  # not yet: an in-cluster service account
         ),
     )
 
