@@ -64,8 +64,15 @@ def _run_cost(doc: dict[str, Any]) -> list[str]:
     from skyc.optimizer.pipeline_cost import hours_text
 
     rc = doc.get("run_cost")
+    why = []
+    if doc.get("objective") == "run":  # ranked by the whole run: say so where it mattered
+        for t in doc["tasks"]:
+            price = t["placement"]["hourly_cost"]
+            if any(a["hourly_cost"] < price - 1e-9 for a in t.get("alternatives", [])):
+                why.append(f"- `{_clean(t['name'])}`: {_clean(t['reason'])}")
+    why = ["**Placed for the whole run**", "", *why, ""] if why else []
     if not rc or len(rc["steps"]) < 2:
-        return []
+        return why
     steps = ", ".join(f"{s['name']} " + (f"${s['cost']:,.2f} for {hours_text(s['hours'])}"
                                          if s["cost"] is not None else "no duration")
                       for s in rc["steps"])
@@ -74,7 +81,7 @@ def _run_cost(doc: dict[str, Any]) -> list[str]:
         total = f"no total: no duration for {', '.join(rc['missing_duration'])}"
     else:
         total = f"total ${rc['total_cost']:,.2f} for about {hours_text(rc['total_hours'])}"
-    return [f"**Run cost** (the steps {how}): {total} ({steps})", ""]
+    return [f"**Run cost** (the steps {how}): {total} ({steps})", "", *why]
 
 
 def _action(rc: dict[str, Any]) -> str:

@@ -210,3 +210,12 @@ def test_run_cost_changes_some_random_choices() -> None:
         run = optimize(tasks, cat, durations=durations)
         differ += [t.placement for t in hourly.tasks] != [t.placement for t in run.tasks]
     assert differ > 0
+
+
+def test_the_pr_comment_says_why_a_dearer_row_was_chosen(tmp_path: Path) -> None:
+    args = ("plan", "--catalog", str(SMALL_CATALOG), "--no-diff", "--format", "markdown")
+    md = _skyc(tmp_path, args[0], str(_task(tmp_path, MEASURED)), *args[1:]).stdout
+    assert "**Placed for the whole run**" in md
+    assert "- `train`: cheapest for the whole run: $108.50 for 3.1 h" in md
+    plain = _skyc(tmp_path, args[0], str(_task(tmp_path, "")), *args[1:]).stdout
+    assert plain.startswith("<!-- skyc-plan:") and "Placed for the whole run" not in plain
