@@ -33,6 +33,9 @@ class InfraStatus:
     enabled: bool
     reason: str
     details: tuple[str, ...] = ()  # one line per part (a Kubernetes context's offers)
+    # A cloud's: whether its credentials were found (listed in config infra or not);
+    # None for infra that needs none (local, SSH pools).
+    credentials: bool | None = None
 
 
 def normalize(name: str) -> str:
@@ -91,7 +94,7 @@ def check_infra(config: SkycConfig, env: Mapping[str, str] | None = None,
         own = _own_offers(cloud) if on else None
         if own is not None:  # what a target without a price catalog offers, and whence
             details = tuple(own.describe(config, env, home))
-        out.append(InfraStatus(cloud, on, why, details))
+        out.append(InfraStatus(cloud, on, why, details, credentials=cred is not None))
     if listed is None:
         out.append(InfraStatus("local", True, "always available"))
     else:

@@ -444,8 +444,9 @@ def check(
         help="Read every kubeconfig context's nodes now (needs access) and cache them for "
              "offline planning."),
     fmt: str = typer.Option("table", "--format", metavar="table|json",
-                            help="table, or json (format_version 1.0, infra: name, enabled, "
-                            "reason, details)."),
+                            help="table, or json (format_version 1.1, infra: name, enabled, "
+                            "reason, details, credentials: found or not; null where "
+                            "none are needed)."),
 ) -> None:
     """Which infra skyc plans with, and why; what each Kubernetes context offers."""
     from rich.markup import escape
@@ -466,9 +467,10 @@ def check(
             console.print(escape(safe(line)), soft_wrap=True)
     found = check_infra(config)
     if fmt == "json":
-        typer.echo(json.dumps({"format_version": "1.0", "infra": [
+        typer.echo(json.dumps({"format_version": "1.1", "infra": [
             {"name": st.name, "enabled": st.enabled, "reason": st.reason,
-             "details": list(st.details)} for st in found]}, indent=2, sort_keys=True))
+             "details": list(st.details), "credentials": st.credentials}
+            for st in found]}, indent=2, sort_keys=True))
         return
     for st in found:
         mark = "[green]enabled[/]" if st.enabled else "[dim]disabled[/]"

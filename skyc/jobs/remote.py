@@ -164,8 +164,8 @@ class RemoteController:
 
     def _refuse_without_credentials(self, tasks: Sequence[Task], config: SkycConfig,
                                     info: ClusterInfo) -> None:
-        """A job planned onto infra the controller has no credentials for is refused
-        now, not when its controller applies."""
+        """A job planned onto a cloud the controller's node has no credentials for (its
+        ``skyc check`` says) is refused now, not when its controller applies."""
         from skyc.infra import CLOUDS
         from skyc.launch import LaunchOptions, make_plan
 
@@ -179,16 +179,13 @@ class RemoteController:
         there = {str(e["name"]).split("/")[0]: e for e in json.loads(res.stdout)["infra"]}
         for cloud, infra in sorted(wanted.items()):
             entry = there.get(cloud)
-            if entry is None or entry.get("enabled"):
+            if entry is None or entry.get("credentials", entry.get("enabled")):
                 continue
             detail = "; ".join(entry.get("details") or [entry.get("reason", "")])
             raise UnsupportedFeature(
                 f"the job is placed on {infra}, but the jobs controller cluster "
                 f"{self.name} cannot provision {cloud}: {detail}",
-                hint="give the controller's node a way to get credentials (see "
-                "'Controller cluster' in the README: e.g. an instance role), place the "
-                "job on infra it can reach (resources.infra), or remove jobs.controller from "
-                "the config to run the controller here")
+                hint=_credentials_hint(cloud, info.cloud))
 
     def _ship(self, info: ClusterInfo, task_path: Path, tasks: Sequence[Task],
               config: SkycConfig) -> str:
@@ -236,6 +233,26 @@ class RemoteController:
     def stream(self, args: Sequence[str], on_output: Callable[[bytes], None]) -> CommandResult:
         """``skyc ARGS`` there, its output streamed to ``on_output``."""
         return self.run(args, on_stdout=on_output)
+
+
+def _credentials_hint(cloud: str, controller_cloud: str) -> str:
+    """What to do about a job's cloud the controller has no credentials for, from what
+    each target gives a controller cluster's nodes (its ``controller_credentials``)."""
+    from skyc.compiler import TARGETS, capabilities
+
+    given = {t: str(c).replace("-", " ") for t in TARGETS
+             if (c := capabilities(t).controller_credentials)}
+    other = ("place the job on infra the controller can reach (resources.infra), or "
+             "remove jobs.controller from the config to run the controller here")
+    if cloud == controller_cloud and cloud in given:
+        return (f"a controller cluster on {cloud} gets credentials for it from its "
+                f"{given[cloud]}; one made before skyc attached it has none: `skyc jobs "
+                f"controller-up` applies its stack again; or {other}")
+    where = ", ".join(f"{t} (an {how})" for t, how in sorted(given.items()))
+    return (f"skyc gives a controller cluster's nodes credentials for their own cloud "
+            f"only, on {where or 'no target yet'}: put the controller there "
+            f"(jobs.controller.infra) for jobs on it, give the controller's node "
+            f"credentials for {cloud} (see 'Controller cluster' in the README), or {other}")
 
 
 def _tail(data: bytes) -> str:

@@ -22,9 +22,10 @@ def test_check_json(home: Path) -> None:
     r = skyc(home, "check", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["format_version"] == "1.0"
+    assert doc["format_version"] == "1.1"
     local = next(i for i in doc["infra"] if i["name"] == "local")
-    assert set(local) == {"name", "enabled", "reason", "details"}
+    assert set(local) == {"name", "enabled", "reason", "details", "credentials"}
+    assert local["credentials"] is None  # local needs none
     assert skyc(home, "check", "--format", "yaml").returncode != 0
 
 
