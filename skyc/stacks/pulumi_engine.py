@@ -5,7 +5,9 @@ stack's input values (``pulumi-inputs.json``: public values only), the secrets
 passphrase (``keys/pulumi-passphrase``, 0600; never in the stack or the
 program) and ``logs/`` (one file per run). State goes to ``file://$SKYC_HOME/pulumi``
 unless the config's ``pulumi.backend_url`` names another backend (s3://, gs://,
-azblob://, Pulumi Cloud). The ``pulumi`` CLI is found on PATH, or in
+azblob://, Pulumi Cloud). A preview, up, refresh or destroy stops as on Ctrl-C when
+this thread's engine commands are interrupted (:mod:`skyc.stacks.pulumi_command`).
+The ``pulumi`` CLI is found on PATH, or in
 ``$SKYC_PULUMI_ROOT/bin``; without it nothing is created and the error says how
 to install it. ``plan`` of a stack without a CLI is the offline preview
 (:mod:`skyc.stacks.pulumi_preview`).
@@ -26,7 +28,14 @@ from skyc.config import load_config, skyc_home
 from skyc.errors import EngineError
 from skyc.stacks import pulumi_events
 from skyc.stacks.diagnostics import Diagnostic
-from skyc.stacks.engine import ApplyFailed, ProgressCallback, Refresh, StackDiff
+from skyc.stacks.engine import (
+    ApplyFailed,
+    EngineInterrupted,
+    ProgressCallback,
+    Refresh,
+    StackDiff,
+    interrupt_requested,
+)
 from skyc.stacks.model import Stack
 from skyc.stacks.pulumi_python import PROJECT, PROJECT_FILE, files
 
@@ -117,8 +126,10 @@ class PulumiEngine:
     def _command(self) -> Any:
         from pulumi import automation as auto
 
+        from skyc.stacks.pulumi_command import InterruptibleCommand
+
         try:
-            return auto.PulumiCommand(root=_root())
+            return InterruptibleCommand(root=_root())
         except FileNotFoundError:
             raise EngineError("the pulumi CLI was not found", hint=INSTALL_HINT) from None
         except auto.InvalidVersionError as exc:
@@ -159,6 +170,9 @@ class PulumiEngine:
                                             Any], progress: ProgressCallback | None) -> Any:
         from pulumi import automation as auto
 
+        if interrupt_requested():
+            raise EngineInterrupted(f"pulumi {op} was interrupted before it started",
+                                    hint="nothing was changed")
         log = self._log(op)
         diagnostics: list[Diagnostic] = []
         stack = self._stack()
@@ -174,6 +188,9 @@ class PulumiEngine:
 
         try:
             return call(stack, on_event, log)
+        except EngineInterrupted as exc:
+            log(f"interrupted: {exc.message}")
+            raise
         except auto.CommandError as exc:
             lines = str(exc).strip().splitlines()
             first = diagnostics[0].summary if diagnostics else (lines[-1] if lines else op)

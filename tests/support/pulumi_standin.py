@@ -9,6 +9,11 @@ the engine would register from skyc's own offline preview (the real SDK under th
 mock runtime). ``STANDIN_FAIL`` makes ``up`` fail with that text as an error
 diagnostic on the first instance (the resource type ``STANDIN_FAIL_TYPE``, by default
 ``aws:ec2/instance:Instance``), as the real CLI reports a cloud's refusal.
+``STANDIN_SLOW_UP`` (seconds) makes each resource ``up`` creates take that long; on
+SIGINT (Ctrl-C) the stand-in then behaves as the real CLI does: it records the signal
+in ``$STANDIN_LOG``, lets the resource in flight finish, starts no other, saves what
+was created in its state and exits 255 with "update canceled". Every update ends its
+event log with a cancel event, as the real CLI's does.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -78,7 +85,34 @@ class _Events:
                                 "resourceChanges": counts, "PolicyPacks": {}})
 
 
+def _record(entry: dict[str, Any]) -> None:
+    log = os.environ.get("STANDIN_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(json.dumps({**entry, "pid": os.getpid()}) + "\n")
+
+
+def _on_sigint() -> threading.Event:
+    """Set on SIGINT (recorded), as the real CLI's first Ctrl-C cancels the update."""
+    cancelled = threading.Event()
+
+    def handle(signum: int, frame: Any) -> None:
+        _record({"signal": "SIGINT"})
+        cancelled.set()
+
+    signal.signal(signal.SIGINT, handle)
+    return cancelled
+
+
+def _finish(stack: str, state: dict[str, Any], op: str, counts: dict[str, int],
+            result: str) -> None:
+    state["history"].append({"kind": op, "result": result, "resourceChanges": counts})
+    _save(stack, state)
+
+
 def _update(args: list[str], stack: str, op: str) -> int:
+    cancelled = _on_sigint()
+    slow = float(os.environ.get("STANDIN_SLOW_UP") or 0) if op == "up" else 0.0
     state = _load(stack)
     events = _Events(_flag(args, "--event-log"))
     events.emit(preludeEvent={"config": state["config"]})
@@ -97,7 +131,15 @@ def _update(args: list[str], stack: str, op: str) -> int:
               if r["urn"] not in {w["urn"] for w in wanted}]
     failure = os.environ.get("STANDIN_FAIL") if op == "up" else None
     failing_type = os.environ.get("STANDIN_FAIL_TYPE", "aws:ec2/instance:Instance")
+    done: list[dict[str, str]] = [r for r in state["resources"]]
     for resource, step in steps:
+        if cancelled.is_set():   # the first Ctrl-C: nothing new starts
+            state["resources"] = done
+            _finish(stack, state, op, counts, "failed")
+            events.summary(counts)
+            events.emit(cancelEvent={})
+            print("error: update canceled", file=sys.stderr)
+            return 255
         counts[step] = counts.get(step, 0) + 1
         events.step("resourcePreEvent", step, resource)
         if failure and resource["type"] == failing_type:
@@ -105,10 +147,17 @@ def _update(args: list[str], stack: str, op: str) -> int:
                                          "severity": "error", "urn": resource["urn"]})
             events.step("resOpFailedEvent", step, resource)
             events.summary(counts)
+            events.emit(cancelEvent={})
             print(f"error: update failed: {failure}", file=sys.stderr)
             return 255
+        cloud = not resource["type"].startswith(("pulumi:pulumi:", "pulumi:providers:"))
+        end = time.monotonic() + (slow if step == "create" and cloud else 0.0)
+        while time.monotonic() < end and not cancelled.is_set():
+            time.sleep(0.05)   # (the signal handler runs in between); then it completes
         if op != "preview":
             events.step("resOutputsEvent", step, resource)
+            if step == "create":
+                done.append(resource)
     events.summary(counts)
     if op in ("up", "destroy", "refresh"):
         state["resources"] = [r for r, s in steps if s != "delete"]
@@ -116,8 +165,8 @@ def _update(args: list[str], stack: str, op: str) -> int:
         exports = re.findall(r'^pulumi\.export\("([^"]+)"', source, re.M)
         state["outputs"] = {} if op == "destroy" else (
             {name: f"<{name}>" for name in exports} if op == "up" else state["outputs"])
-        state["history"].append({"kind": op, "result": "succeeded", "resourceChanges": counts})
-        _save(stack, state)
+        _finish(stack, state, op, counts, "succeeded")
+    events.emit(cancelEvent={})
     print(f"{op}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     return 0
 
@@ -127,7 +176,8 @@ def main(argv: list[str]) -> int:
     if log:
         with open(log, "a") as fh:
             env = {k: v for k, v in os.environ.items() if k.startswith("PULUMI_")}
-            fh.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "env": env}) + "\n")
+            fh.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "env": env,
+                                 "pid": os.getpid()}) + "\n")
     args = [a for a in argv if a not in ("--non-interactive",)]
     stack = _flag(args, "--stack") or ""
     if not args or args[0] == "version":
