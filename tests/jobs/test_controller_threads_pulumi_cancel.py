@@ -1,0 +1,87 @@
+"""A managed job provisioned through the Pulumi engine, cancelled while ``pulumi up``
+runs: the controller's thread stops that CLI process as Ctrl-C does, what it created
+is destroyed and the job is CANCELLED. Real skyc processes and the real Automation API.
+
+What is not real: no Pulumi CLI can be installed here, so ``pulumi`` is the stand-in
+tests/support/pulumi_standin.py (``STANDIN_SLOW_UP`` holds each creation for minutes;
+on SIGINT it finishes the creation in flight, saves its state and exits, as the real
+CLI does). It reaches no cloud: the AWS credentials are dummies only the credential
+check reads.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Skyc, wait_until
+from tests.jobs.conftest import job
+
+pytest.importorskip("pulumi_aws", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
+
+from tests.support.pulumi_standin import install
+
+SLOW_S = 300
+
+
+def _calls(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _creating(log: Path) -> bool:
+    """True once ``pulumi up`` is creating a cloud resource (read from its event log)."""
+    for call in _calls(log):
+        argv = call.get("argv", [])
+        if "up" in argv and "--event-log" in argv:
+            events = Path(argv[argv.index("--event-log") + 1])
+            with_text = events.read_text() if events.exists() else ""
+            return '"resourcePreEvent"' in with_text and '"aws:' in with_text
+    return False
+
+
+def _state(home: Path, stack: str) -> list[dict[str, str]]:
+    path = home / "pulumi" / f"standin-{stack}.json"
+    resources: list[dict[str, str]] = json.loads(path.read_text())["resources"]
+    return [r for r in resources if not r["type"].startswith("pulumi:")]
+
+
+@pytest.mark.slow
+def test_cancel_while_pulumi_up_runs_stops_it_and_leaves_nothing(
+        jobs: Skyc, tmp_path: Path) -> None:
+    log = tmp_path / "cli-calls.jsonl"
+    jobs.env.update({"SKYC_PULUMI_ROOT": str(install(tmp_path / "standin")),
+                     "STANDIN_LOG": str(log), "STANDIN_SLOW_UP": str(SLOW_S),
+                     "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                     "AWS_EC2_METADATA_DISABLED": "true"})
+    jobs.home.mkdir(parents=True, exist_ok=True)
+    (jobs.home / "config.yaml").write_text("engine: pulumi\n")
+    jobs.write("train.yaml", "name: train\nresources:\n  infra: aws/us-east-1\n  cpus: 2\n"
+                             "run: echo never-ran\n")
+    jobs.ok("jobs", "launch", "train.yaml", "-y", "-d")
+    assert wait_until(lambda: _creating(log), timeout=120), \
+        jobs("jobs", "logs", "1", "--controller").stdout
+    assert job(jobs, 1)["status"] == "STARTING"
+    t0 = time.monotonic()
+
+    out = jobs.ok("jobs", "cancel", "1", timeout=120)
+
+    took = time.monotonic() - t0
+    assert "managed job 1: CANCELLED" in out.stdout, str(out)
+    assert took < SLOW_S / 4, took
+    calls = _calls(log)
+    up = [c for c in calls if "up" in c.get("argv", [])]
+    assert len(up) == 1
+    assert [c["pid"] for c in calls if c.get("signal") == "SIGINT"] == [up[0]["pid"]]
+    assert any("destroy" in c.get("argv", []) for c in calls)
+    controller = jobs.ok("jobs", "logs", "1", "--controller").stdout
+    assert "provisioning interrupted" in controller and "tearing down" in controller
+    history = json.loads((jobs.home / "pulumi" / "standin-skyc-job-1.json").read_text())
+    assert [h["kind"] for h in history["history"]][-2:] == ["up", "destroy"]
+    assert history["history"][-2]["result"] == "failed"   # cancelled: the one in flight saved
+    assert _state(jobs.home, "skyc-job-1") == []      # what up created was destroyed
+    assert jobs.clusters() == []
+    assert "never-ran" not in jobs.ok("jobs", "logs", "1").stdout
