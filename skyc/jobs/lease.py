@@ -3,12 +3,14 @@
 A controller takes the lease for ``ttl`` seconds and a heartbeat thread renews it
 every ``ttl / 3``. Another controller gets it only once it has expired: after the
 holder died (or lost the database for longer than the ttl, in which case the holder
-sees its renewal refused and stops supervising).
+counts it lost and stops supervising). A renewal the database could not answer for a
+moment (busy) is tried again.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 import time
 import uuid
@@ -59,12 +61,19 @@ class Lease:
         self._thread.start()
 
     def _beat(self) -> None:
+        """Renew every ``ttl / 3``. A renewal refused means another controller has the
+        lease; one the database could not answer (busy, failing) is tried again, and
+        the lease counts as lost once it has gone unrenewed for its whole ttl."""
+        until = time.monotonic() + self.ttl
         while not self._stop.wait(self.ttl / 3):
             try:
-                ok = self.store.take_lease(self.job_id, self.owner, self.ttl, os.getpid())
-            except SkycError:
-                ok = False
-            if not ok:
+                ok: bool | None = self.store.take_lease(self.job_id, self.owner, self.ttl,
+                                                        os.getpid())
+            except (SkycError, sqlite3.Error):
+                ok = None
+            if ok:
+                until = time.monotonic() + self.ttl
+            elif ok is False or time.monotonic() >= until:
                 self.lost.set()
                 return
 

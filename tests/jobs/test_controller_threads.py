@@ -1,0 +1,90 @@
+"""The managed-jobs controller's threads against a busy state database: the lease's
+heartbeat thread outlives a write that could not get the database's lock, and says
+the lease is lost only once it could not renew it for as long as the lease lasts.
+
+Real sqlite: another connection holds the database's write lock (``BEGIN
+IMMEDIATE``), as another skyc process writing would; the busy timeout is shortened
+so that a renewal gives up within the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import skyc.state
+from skyc.jobs.lease import Lease
+from skyc.jobs.records import JobSpecDoc
+from skyc.jobs.store import ManagedJobStore
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ManagedJobStore]:
+    monkeypatch.setenv("SKYC_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(skyc.state, "BUSY_TIMEOUT_S", 0.1)
+    opened = ManagedJobStore()
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@contextlib.contextmanager
+def _write_locked(db: Path, seconds: float) -> Iterator[threading.Thread]:
+    """Another connection holds the database's write lock for ``seconds``."""
+    ready = threading.Event()
+
+    def hold() -> None:
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        ready.set()
+        time.sleep(seconds)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    ready.wait(5)
+    try:
+        yield holder
+    finally:
+        holder.join()
+
+
+def _job(store: ManagedJobStore) -> int:
+    return store.add("train", "/tmp/train.yaml", JobSpecDoc.model_validate({}), 1)
+
+
+def test_a_renewal_the_database_refuses_for_a_moment_keeps_the_lease(
+        store: ManagedJobStore) -> None:
+    job_id = _job(store)
+    lease = Lease(store, job_id, ttl=3.0)        # renewed every second
+    lease.acquire()
+    try:
+        with _write_locked(store.db.path, 1.3):  # at least one renewal gives up
+            pass
+        before = store.require(job_id).lease_until or 0
+        time.sleep(1.5)
+        assert not lease.lost.is_set()
+        assert lease._thread is not None and lease._thread.is_alive()
+        assert (store.require(job_id).lease_until or 0) > before   # renewed again
+    finally:
+        lease.release()
+    assert store.require(job_id).lease_owner is None
+
+
+def test_a_lease_not_renewed_for_its_whole_ttl_is_lost(store: ManagedJobStore) -> None:
+    job_id = _job(store)
+    lease = Lease(store, job_id, ttl=1.2)        # renewed every 0.4 s
+    lease.acquire()
+    try:
+        with _write_locked(store.db.path, 2.5):
+            assert lease.lost.wait(2.4), "the heartbeat died without saying the lease was lost"
+    finally:
+        lease.release()
