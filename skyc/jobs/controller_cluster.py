@@ -3,7 +3,9 @@
 The controller cluster is a regular cluster, ``skyc-jobs-controller-<user hash>``:
 planned, compiled and applied like any other (its stack is in its workspace and every
 resource carries the label ``skyc-role: jobs-controller``; ``skyc status`` lists it).
-On its head node skyc ships itself and keeps a home of its own::
+Where its target gives a controller's nodes credentials (the target record's
+``controller_credentials``: on AWS an IAM role and instance profile in the stack), the
+controller can provision job clusters there. On its head node skyc ships itself and keeps a home of its own::
 
     ~/.skyc-controller/pkg-<version>/skyc   this skyc package, copied as it is
     ~/.skyc-controller/home/                the controller's SKYC_HOME (config, state)
@@ -38,7 +40,6 @@ if TYPE_CHECKING:
     from skyc.task import Task
 
 T = TypeVar("T")
-ROLE_LABEL = {"skyc-role": "jobs-controller"}
 ROOT = "$HOME/.skyc-controller"
 # Variables that tune the controller (never secrets): they travel with each command.
 TUNING = ("SKYC_JOBS_POLL_S", "SKYC_JOBS_LEASE_S", "SKYC_JOBS_IDLE_S")
@@ -56,9 +57,12 @@ def controller_cluster_name() -> str:
 
 
 def controller_task(settings: JobsControllerConfig) -> Task:
-    """The controller cluster as a task: ``jobs.controller``'s infra and resources."""
+    """The controller cluster as a task: ``jobs.controller``'s infra and resources, and
+    the label that tells the compiler it is the controller's (its nodes then get the
+    credentials their target's ``controller_credentials`` names)."""
     from pydantic import ValidationError
 
+    from skyc.compiler.base import CONTROLLER_ROLE, ROLE_LABEL
     from skyc.config import config_path
     from skyc.task import Task
 
@@ -67,7 +71,7 @@ def controller_task(settings: JobsControllerConfig) -> Task:
         raise ConfigError(f"{config_path()}: jobs.controller.resources.infra: give the "
                           "controller's infra as jobs.controller.infra")
     resources["infra"] = settings.infra
-    resources["labels"] = {**dict(resources.get("labels") or {}), **ROLE_LABEL}
+    resources["labels"] = {**dict(resources.get("labels") or {}), ROLE_LABEL: CONTROLLER_ROLE}
     try:
         return Task.model_validate({"name": "skyc-jobs-controller", "resources": resources})
     except ValidationError as exc:
