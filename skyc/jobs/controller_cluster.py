@@ -5,7 +5,8 @@ planned, compiled and applied like any other (its stack is in its workspace and 
 resource carries the label ``skyc-role: jobs-controller``; ``skyc status`` lists it).
 Where its target gives a controller's nodes credentials (the target record's
 ``controller_credentials``: on AWS an IAM role and instance profile in the stack), the
-controller can provision job clusters there. On its head node skyc ships itself and keeps a home of its own::
+controller can provision job clusters there. On its head node skyc ships itself and
+keeps a home of its own::
 
     ~/.skyc-controller/pkg-<version>/skyc   this skyc package, copied as it is
     ~/.skyc-controller/home/                the controller's SKYC_HOME (config, state)
