@@ -128,6 +128,7 @@ class Daemon:
 
     def _loop(self, server: Any) -> None:
         idle_since = time.monotonic()
+        said: str | None = None   # the trouble last logged (once, not every round)
         while True:
             readable, _, _ = select.select([server], [], [], self.poll_s)
             if readable:
@@ -135,8 +136,14 @@ class Daemon:
             self._reap()
             try:
                 self._scan()
+                trouble = None
             except SkycError as exc:  # e.g. the database busy for long: next round
-                self.say(f"cannot read the managed jobs: {exc.message}")
+                trouble = exc.message
+            except Exception as exc:  # a row it cannot read: the others' supervision goes on
+                trouble = f"{type(exc).__name__}: {exc}"
+            if trouble is not None and trouble != said:
+                self.say(f"cannot read the managed jobs: {trouble}")
+            said = trouble
             if self.workers:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since >= self.idle_s:

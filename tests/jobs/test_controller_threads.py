@@ -88,3 +88,54 @@ def test_a_lease_not_renewed_for_its_whole_ttl_is_lost(store: ManagedJobStore) -
             assert lease.lost.wait(2.4), "the heartbeat died without saying the lease was lost"
     finally:
         lease.release()
+
+
+def test_a_job_row_the_controller_cannot_read_does_not_end_its_supervision(
+        store: ManagedJobStore, tmp_path: Path) -> None:
+    """A job another skyc version wrote (a spec field this one does not know) makes the
+    round that reads the jobs fail; the controller says so and keeps serving."""
+    import io
+
+    from skyc.jobs import handoff
+    from skyc.jobs.daemon import Daemon
+    from skyc.state import _dump
+
+    job_id = _job(store)
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE managed_jobs SET spec = ?, status = 'RUNNING' WHERE id = ?",
+                     (_dump({"cwd": ".", "priority": 3}), job_id))
+    log = io.StringIO()
+    daemon = Daemon(log, idle_s=60)
+    daemon.poll_s = 0.05
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            daemon.serve()
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        assert wait_for_ping(5.0) == daemon.pid, (errors, log.getvalue())
+        time.sleep(0.5)                      # several rounds read the jobs
+        assert thread.is_alive() and errors == [], (errors, log.getvalue())
+        assert handoff.ping() == daemon.pid
+        assert log.getvalue().count("cannot read the managed jobs: ValidationError") == 1
+    finally:
+        daemon.idle_s = 0.0                  # no worker: it exits at the next round
+        thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
+def wait_for_ping(timeout: float) -> int | None:
+    from skyc.jobs import handoff
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid = handoff.ping(timeout=0.5)
+        if pid is not None:
+            return pid
+        time.sleep(0.05)
+    return None
