@@ -12,7 +12,10 @@ class, so a misspelt argument fails here. Every resource is reported as a
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from skyc.errors import EngineError, SkycError
@@ -33,13 +36,45 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
+# The mock runtime's settings are the process's: one program runs at a time.
+_RUNNING = threading.Lock()
+
+
 def run_program(
     source: str, *, stack: str, config: dict[str, str] | None = None,
 ) -> list[RecordedResource]:
     """Run a program's source under the mock runtime; the resources it registered.
 
     Raises EngineError for any exception the program (or one of its outputs) raised.
+    Safe from any thread (a managed job's controller is one): runs are serialised, and
+    a thread without an event loop gets one for the run.
     """
+    with _RUNNING, _event_loop():
+        return _run_program(source, stack=stack, config=config)
+
+
+@contextlib.contextmanager
+def _event_loop() -> Iterator[None]:
+    """This thread's event loop, or a new one for the ``with`` body."""
+    import asyncio
+
+    try:
+        asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            yield
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+        return
+    yield
+
+
+def _run_program(
+    source: str, *, stack: str, config: dict[str, str] | None,
+) -> list[RecordedResource]:
     import pulumi
     import pulumi.runtime
 

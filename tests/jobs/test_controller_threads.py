@@ -139,3 +139,32 @@ def wait_for_ping(timeout: float) -> int | None:
             return pid
         time.sleep(0.05)
     return None
+
+
+def test_the_offline_pulumi_preview_runs_in_controller_threads_at_once(tmp_path: Path) -> None:
+    """Each job's controller is a thread: the preview (Pulumi's mock runtime, whose
+    settings are the process's) must work there, two at once each seeing its own."""
+    pytest.importorskip("pulumi_aws", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
+    from skyc.stacks.pulumi_preview import preview
+    from tests.compiler.golden import compile_case
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "compile" / "aws"
+    stacks = [compile_case(fixtures / case, tmp_path / case)
+              for case in ("gpu_2node_spot", "cpu_arm_single")]
+    alone = [sorted(c.address for c in preview(stack).changes) for stack in stacks]
+    assert alone[0] != alone[1]
+    seen: dict[int, list[str] | str] = {}
+
+    def run(i: int) -> None:
+        try:
+            seen[i] = sorted(c.address for c in preview(stacks[i]).changes)
+        except Exception as exc:  # reported by the assertion below
+            seen[i] = f"{type(exc).__name__}: {exc}"
+
+    for _ in range(3):
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert [seen[0], seen[1]] == alone
