@@ -131,6 +131,8 @@ def _update(args: list[str], stack: str, op: str) -> int:
               if r["urn"] not in {w["urn"] for w in wanted}]
     failure = os.environ.get("STANDIN_FAIL") if op == "up" else None
     failing_type = os.environ.get("STANDIN_FAIL_TYPE", "aws:ec2/instance:Instance")
+    # the first instance by name (the mock runtime registers resources in any order)
+    failing = min((r["urn"] for r in wanted if r["type"] == failing_type), default=None)
     done: list[dict[str, str]] = [r for r in state["resources"]]
     for resource, step in steps:
         if cancelled.is_set():   # the first Ctrl-C: nothing new starts
@@ -142,7 +144,7 @@ def _update(args: list[str], stack: str, op: str) -> int:
             return 255
         counts[step] = counts.get(step, 0) + 1
         events.step("resourcePreEvent", step, resource)
-        if failure and resource["type"] == failing_type:
+        if failure and resource["urn"] == failing:
             events.emit(diagnosticEvent={"message": failure + "\n", "color": "never",
                                          "severity": "error", "urn": resource["urn"]})
             events.step("resOpFailedEvent", step, resource)
