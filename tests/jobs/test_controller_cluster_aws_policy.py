@@ -1,0 +1,94 @@
+"""The controller's IAM policy is enough for what it does: a job cluster's stack applied
+and destroyed with credentials that have that policy and nothing else.
+
+Real parts: the terraform binary and AWS provider against a moto server on 127.0.0.1
+that enforces IAM (moto's ``INITIAL_NO_AUTH_ACTION_COUNT``: after the first requests,
+each one is checked against the policies of the access key that signed it). The first
+requests make an IAM user with the controller's policy (skyc.compiler.aws.roles) as
+its only one, and its access key; an instance role cannot be assumed by this process,
+so the user stands in for the role's session: the policy is the same document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skyc.compiler.aws import roles
+from skyc.config import SkycConfig
+from skyc.optimizer.plan import Placement
+from skyc.task.candidate import ResourceCandidate
+from tests.support.moto_server import CREDENTIALS, MotoServer, start_moto
+from tests.support.terraform import (
+    TERRAFORM_ENV,
+    plugin_dir,
+    requires_aws_provider,
+    requires_terraform,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider,
+              pytest.mark.timeout(900)]
+
+PLACEMENT = Placement(cloud="aws", region="us-east-1", zone="use1-az1",
+                      instance_type="m6i.large", num_nodes=1, hourly_cost=0.096)
+# The requests moto lets through before it enforces IAM: the user, its policy, its key.
+SETUP_REQUESTS = 3
+
+
+@pytest.fixture
+def moto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
+    monkeypatch.setenv("INITIAL_NO_AUTH_ACTION_COUNT", str(SETUP_REQUESTS))
+    with start_moto(tmp_path / "moto.log") as server:
+        monkeypatch.delenv("INITIAL_NO_AUTH_ACTION_COUNT")
+        yield server
+
+
+def _controller_user(moto: MotoServer) -> dict[str, str]:
+    iam = moto.client("iam")
+    iam.create_user(UserName="controller")
+    iam.put_user_policy(UserName="controller", PolicyName="skyc-job-clusters",
+                        PolicyDocument=roles.controller_policy())
+    key = iam.create_access_key(UserName="controller")["AccessKey"]
+    return {"AWS_ACCESS_KEY_ID": key["AccessKeyId"],
+            "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
+
+
+def test_a_job_cluster_applies_and_is_destroyed_with_the_controller_policy_alone(
+        moto: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import boto3
+    from botocore.exceptions import ClientError
+
+    from skyc.provision import provision, teardown
+
+    keys = _controller_user(moto)
+    session = boto3.Session(aws_access_key_id=keys["AWS_ACCESS_KEY_ID"],
+                            aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
+                            region_name="us-east-1")
+    # IAM is enforced now: what the policy does not allow is refused.
+    with pytest.raises(ClientError, match=r"AccessDenied|not authorized"):
+        session.client("iam", endpoint_url=moto.url).list_users()
+    ec2 = session.client("ec2", endpoint_url=moto.url)
+    ec2.describe_instances()
+    with pytest.raises(ClientError, match=r"AccessDenied|UnauthorizedOperation|not authorized"):
+        ec2.create_key_pair(KeyName="not-in-the-policy")  # skyc imports its key pairs
+
+    monkeypatch.setenv("SKYC_HOME", str(tmp_path / "home"))
+    for key, value in {**CREDENTIALS, **TERRAFORM_ENV, **keys}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    if plugin_dir():
+        monkeypatch.setenv("SKYC_TF_PLUGIN_DIR", str(plugin_dir()))
+    config = SkycConfig.model_validate({"aws": {"endpoint_url": moto.url}})
+    candidate = ResourceCandidate(index=0, disk_tier="low", ports=("8080",))
+    info = provision("skyc-job-1", PLACEMENT, candidate, config=config)
+    assert len(info.nodes) == 1
+    live = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
+            if i["State"]["Name"] == "running"]
+    assert len(live) == 1
+    teardown("skyc-job-1")
+    left = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
+            if i["State"]["Name"] not in ("terminated", "shutting-down")]
+    assert left == []
+    assert [v for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")] == []
