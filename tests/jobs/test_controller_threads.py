@@ -10,6 +10,7 @@ so that a renewal gives up within the test.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
@@ -168,3 +169,56 @@ def test_the_offline_pulumi_preview_runs_in_controller_threads_at_once(tmp_path:
         for thread in threads:
             thread.join(timeout=120)
         assert [seen[0], seen[1]] == alone
+
+
+def _holders(needle: bytes) -> list[str]:
+    """Live containers (dicts, lists, tuples, sets) holding the string ``needle``: those
+    the collector tracks, and those they refer to (a dict of strings only is untracked)."""
+    import gc
+
+    gc.collect()
+    text = needle.decode()
+    tracked = gc.get_objects()
+    seen: set[int] = set()
+    found = []
+    for obj in [*tracked, *(r for o in tracked for r in gc.get_referents(o)
+                            if isinstance(r, dict) and not gc.is_tracked(r))]:
+        if id(obj) in seen or obj is tracked:
+            continue
+        seen.add(id(obj))
+        try:
+            if isinstance(obj, dict):
+                hit = text in obj.values() or text in obj
+            elif isinstance(obj, (list, tuple, set, frozenset)):
+                hit = text in obj
+            else:
+                continue
+        except Exception:  # an element whose == refuses a str (e.g. a version)
+            continue
+        if hit:
+            found.append(type(obj).__name__)
+    return found
+
+
+def test_a_jobs_secrets_are_not_kept_once_its_worker_has_ended(
+        store: ManagedJobStore, tmp_path: Path) -> None:
+    """The controller's worker for a job gets its secrets; once the job has ended (here
+    FAILED: its task file is gone) no object of the controller still holds them."""
+    import io
+
+    from skyc.jobs.daemon import Daemon
+
+    secret = b"tok-" + os.urandom(8).hex().encode()
+    spec = JobSpecDoc.model_validate({"from_stdin": ["TOKEN"]})
+    job_id = store.add("train", str(tmp_path / "gone.yaml"), spec, 1)
+    daemon = Daemon(io.StringIO(), idle_s=60)
+    daemon._start(job_id, {"TOKEN": secret.decode()}, {})
+    daemon.workers[job_id].join(timeout=60)
+    done = store.require(job_id)
+    assert done.status == "FAILED" and "cannot load the task" in (done.failure or "")
+    daemon._reap()
+    assert daemon.workers == {}
+    assert _holders(secret) == []
+    kept = [{"TOKEN": secret.decode()}]           # and a holder is found where there is one
+    assert _holders(secret) == ["dict"] and kept
+    daemon.store.close()
