@@ -162,3 +162,30 @@ def test_the_runner_starts_no_update_asked_to_stop_and_signals_no_ended_process(
     ended.wait()
     stop(ended)                  # already reaped: nothing is signalled, nothing waits
     assert ended.returncode == 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_reaches_pulumi_once_and_waits_for_it(
+    standin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C at skyc's terminal (KeyboardInterrupt here): pulumi runs in a session of
+    its own, so it gets exactly one SIGINT, forwarded by skyc, which waits for it to
+    save its state (a second SIGINT would make pulumi stop at once)."""
+    import _thread
+
+    home = tmp_path / "home"
+    engine, _ = _engine(home)
+    diff = engine.plan()
+    monkeypatch.setenv("STANDIN_SLOW_UP", str(SLOW_S))
+
+    def progress(event: ProgressEvent) -> None:
+        if event.kind == "start":
+            _thread.interrupt_main()      # as the terminal's Ctrl-C does to skyc
+
+    with pytest.raises(KeyboardInterrupt):
+        engine.apply(diff, progress)
+    calls = _calls(standin)
+    up = next(c for c in calls if "up" in c.get("argv", []))
+    assert [c for c in calls if "signal" in c] == [{"signal": "SIGINT", "pid": up["pid"]}]
+    assert not _alive(up["pid"])
+    assert _state(home)["history"][-1]["result"] == "failed"   # it saved its state
