@@ -11,14 +11,18 @@ check reads.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Skyc, wait_until
+from tests.e2e.conftest import Skyc, pid_alive, wait_until
 from tests.jobs.conftest import job
 
 pytest.importorskip("pulumi_aws", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
@@ -49,10 +53,26 @@ def _state(home: Path, stack: str) -> list[dict[str, str]]:
     return [r for r in resources if not r["type"].startswith("pulumi:")]
 
 
+@pytest.fixture
+def standin_log(tmp_path: Path) -> Iterator[Path]:
+    """The stand-in's call log; a stand-in still running at the end (the test failed
+    before the cancel stopped it) is killed."""
+    log = tmp_path / "cli-calls.jsonl"
+    try:
+        yield log
+    finally:
+        for call in _calls(log):
+            with contextlib.suppress(OSError):
+                pid = call["pid"]
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if "argv" in call and pid_alive(pid) and b"pulumi_standin.py" in argv:
+                    os.kill(pid, signal.SIGKILL)   # that stand-in, not a pid reused since
+
+
 @pytest.mark.slow
 def test_cancel_while_pulumi_up_runs_stops_it_and_leaves_nothing(
-        jobs: Skyc, tmp_path: Path) -> None:
-    log = tmp_path / "cli-calls.jsonl"
+        jobs: Skyc, tmp_path: Path, standin_log: Path) -> None:
+    log = standin_log
     jobs.env.update({"SKYC_PULUMI_ROOT": str(install(tmp_path / "standin")),
                      "STANDIN_LOG": str(log), "STANDIN_SLOW_UP": str(SLOW_S),
                      "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
