@@ -82,13 +82,17 @@ def test_a_job_cluster_applies_and_is_destroyed_with_the_controller_policy_alone
         monkeypatch.setenv("SKYC_TF_PLUGIN_DIR", str(plugin_dir()))
     config = SkycConfig.model_validate({"aws": {"endpoint_url": moto.url}})
     candidate = ResourceCandidate(index=0, disk_tier="low", ports=("8080",))
-    info = provision("skyc-job-1", PLACEMENT, candidate, config=config)
-    assert len(info.nodes) == 1
-    live = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
-            if i["State"]["Name"] == "running"]
-    assert len(live) == 1
-    teardown("skyc-job-1")
-    left = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
-            if i["State"]["Name"] not in ("terminated", "shutting-down")]
-    assert left == []
-    assert [v for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")] == []
+    # An on-demand cluster (its power state a resource too) and a spot one.
+    for name, placement in (("skyc-job-1", PLACEMENT),
+                            ("skyc-job-2", PLACEMENT.model_copy(update={"use_spot": True}))):
+        info = provision(name, placement, candidate, config=config)
+        assert len(info.nodes) == 1
+        live = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
+                if i["State"]["Name"] == "running"]
+        assert len(live) == 1
+        assert (live[0].get("InstanceLifecycle") == "spot") == placement.use_spot
+        teardown(name)
+        left = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
+                if i["State"]["Name"] not in ("terminated", "shutting-down")]
+        assert left == []
+        assert [v for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")] == []
