@@ -24,7 +24,7 @@ from tests.compiler.golden import compile_case
 from tests.support.pulumi_standin import install
 
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "compile" / "aws" / "gpu_2node_spot"
-SLOW_S = 120.0
+SLOW_S = 30.0   # each creation; a regression waits for all of them, so kept short
 
 
 @pytest.fixture
@@ -72,16 +72,19 @@ def test_interrupt_during_up_stops_pulumi_as_ctrl_c_does(
     cancel = threading.Event()
     started: list[str] = []
 
+    asked: list[float] = []
+
     def progress(event: ProgressEvent) -> None:
         if event.kind == "start":
             started.append(event.address or "")
+            asked.append(time.monotonic())
             cancel.set()           # cancelled while the first resource is being created
 
-    begun = time.monotonic()
+    diff = engine.plan()
     with interruptible(cancel), pytest.raises(EngineInterrupted, match="pulumi up"):
-        engine.apply(engine.plan(), progress)
-    took = time.monotonic() - begun
-    assert took < SLOW_S / 4, f"the interrupt took {took:.1f} s"
+        engine.apply(diff, progress)
+    took = time.monotonic() - asked[0]
+    assert took < SLOW_S / 3, f"the interrupt took {took:.1f} s"
     assert len(started) == 1
     calls = _calls(standin)
     assert [c for c in calls if "signal" in c] == [
