@@ -21,7 +21,8 @@ python3 -m pip install -q -e '.[test,pulumi]'
 python3 -m ruff check skyc tests benchmarks scripts
 python3 -m mypy --strict skyc
 # Tests that drive terraform's AWS provider against moto spend most of their time
-# waiting on the provider's polling: they run four at a time.
+# waiting on the provider's polling: they run four at a time (those sharing the
+# stand-in VMs, marked xdist_group("stand-in-vms"), in one worker one after another).
 # The rest (sshd on fixed loopback addresses, local clusters) run in one process.
 python3 -m pytest -q -m "not aws" "$@"
-python3 -m pytest -q -m aws -n 4 --dist load "$@"
+python3 -m pytest -q -m aws -n 4 --dist loadgroup "$@"

@@ -50,8 +50,10 @@ from tests.support.terraform import (
     requires_terraform,
 )
 
+# The stand-in VMs are one Unix user (``ubuntu``): tests using them run one at a time,
+# in one xdist worker (``--dist loadgroup``).
 pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider,
-              pytest.mark.timeout(1500)]
+              pytest.mark.timeout(1500), pytest.mark.xdist_group("stand-in-vms")]
 
 REGION = "us-east-1"
 NODE_PYTHON = Path("/usr/bin/python3")

@@ -45,8 +45,10 @@ from tests.support.terraform import (
     requires_terraform,
 )
 
+# The stand-in VMs are one Unix user (``ubuntu``): tests using them run one at a time,
+# in one xdist worker (``--dist loadgroup``).
 pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider,
-              pytest.mark.timeout(1800)]
+              pytest.mark.timeout(1800), pytest.mark.xdist_group("stand-in-vms")]
 
 FIRST, NEXT = "us-east-2", "us-east-1"
 CLUSTER = "skyc-job-1"
