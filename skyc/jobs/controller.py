@@ -27,7 +27,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -124,9 +124,11 @@ class Controller:
         self.poll_s = poll_interval()
         self.cancel = threading.Event()   # set once a cancel is requested
 
-    def watch_cancel(self) -> threading.Event:
+    def watch_cancel(self) -> Callable[[], None]:
         """Set ``self.cancel`` as soon as the job's cancel is requested (polled, at most
-        a second apart), until the returned event is set."""
+        a second apart), until the returned function is called: it stops the watch and
+        waits for it, so nothing reads the store after it closes or keeps the controller
+        (and its secrets) alive after the job."""
         done = threading.Event()
 
         def watch() -> None:
@@ -136,8 +138,14 @@ class Controller:
                         self.cancel.set()
                         return
 
-        threading.Thread(target=watch, name=f"cancel-{self.job_id}", daemon=True).start()
-        return done
+        thread = threading.Thread(target=watch, name=f"cancel-{self.job_id}", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            done.set()
+            thread.join()
+
+        return stop
 
     @property
     def job(self) -> ManagedJob:
@@ -454,7 +462,7 @@ def supervise(job_id: int, secrets: Mapping[str, str], log: TextIO,
         lease.acquire(wait_s=_wait_for(job, lease.ttl) if wait else 0.0)
         with lease:
             controller = Controller(store, job_id, secrets, lease, log, envs)
-            watching = controller.watch_cancel()
+            stop_watching = controller.watch_cancel()
             try:
                 return controller.run()
             except LeaseLost as exc:
@@ -463,7 +471,7 @@ def supervise(job_id: int, secrets: Mapping[str, str], log: TextIO,
             except SkycError as exc:
                 return controller._finish("FAILED", exc.message, store.require(job_id).cluster)
             finally:
-                watching.set()
+                stop_watching()
     finally:
         store.close()
 

@@ -67,7 +67,9 @@ def test_the_cases_cover_what_they_are_named_for(tmp_path: Path) -> None:
     by_case = {c.name: manifests(c, tmp_path) for c in CASES}
 
     def pods(name: str) -> list[dict[str, Any]]:
-        return [m for m in by_case[name] if m["kind"] == "Pod"]
+        # by name: the mock runtime registers resources in no fixed order
+        return sorted((m for m in by_case[name] if m["kind"] == "Pod"),
+                      key=lambda m: str(m["metadata"]["name"]))
 
     l4 = pods("l4_single")[0]["spec"]
     assert l4["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}

@@ -214,6 +214,10 @@ def test_a_jobs_secrets_are_not_kept_once_its_worker_has_ended(
     daemon = Daemon(io.StringIO(), idle_s=60)
     daemon._start(job_id, {"TOKEN": secret.decode()}, {})
     daemon.workers[job_id].join(timeout=60)
+    # its cancel watch ended with it (it holds the controller, and so the secrets)
+    import threading
+
+    assert [t.name for t in threading.enumerate() if t.name == f"cancel-{job_id}"] == []
     done = store.require(job_id)
     assert done.status == "FAILED" and "cannot load the task" in (done.failure or "")
     daemon._reap()
