@@ -171,39 +171,51 @@ def test_the_offline_pulumi_preview_runs_in_controller_threads_at_once(tmp_path:
         assert [seen[0], seen[1]] == alone
 
 
-def _holders(needle: bytes) -> list[str]:
-    """Live containers (dicts, lists, tuples, sets) holding the string ``needle``: those
-    the collector tracks, and those they refer to (a dict of strings only is untracked)."""
+def _holders(needle: bytes, *roots: object) -> list[str]:
+    """Containers (dicts, lists, tuples, sets) holding the string ``needle`` among what
+    ``roots`` and every other thread's frames reach (modules and classes are not
+    followed: the scan is of the controller's objects, not of everything loaded)."""
     import gc
+    import sys
+    import threading
+    import types
 
     gc.collect()
     text = needle.decode()
-    tracked = gc.get_objects()
+    me = threading.get_ident()
+    todo: list[object] = [*roots, *(f for t, f in sys._current_frames().items() if t != me)]
     seen: set[int] = set()
     found = []
-    for obj in [*tracked, *(r for o in tracked for r in gc.get_referents(o)
-                            if isinstance(r, dict) and not gc.is_tracked(r))]:
-        if id(obj) in seen or obj is tracked:
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, (types.ModuleType, type)):
             continue
         seen.add(id(obj))
+        if isinstance(obj, types.FrameType):
+            todo.append(obj.f_locals)
+            if obj.f_back is not None:
+                todo.append(obj.f_back)
+            continue
         try:
             if isinstance(obj, dict):
                 hit = text in obj.values() or text in obj
             elif isinstance(obj, (list, tuple, set, frozenset)):
                 hit = text in obj
             else:
-                continue
+                hit = False
         except Exception:  # an element whose == refuses a str (e.g. a version)
-            continue
+            hit = False
         if hit:
             found.append(type(obj).__name__)
+        todo.extend(gc.get_referents(obj))
     return found
 
 
 def test_a_jobs_secrets_are_not_kept_once_its_worker_has_ended(
         store: ManagedJobStore, tmp_path: Path) -> None:
     """The controller's worker for a job gets its secrets; once the job has ended (here
-    FAILED: its task file is gone) no object of the controller still holds them."""
+    FAILED: its task file is gone) nothing the controller or its threads reach still
+    holds them."""
     import io
 
     from skyc.jobs.daemon import Daemon
@@ -222,7 +234,21 @@ def test_a_jobs_secrets_are_not_kept_once_its_worker_has_ended(
     assert done.status == "FAILED" and "cannot load the task" in (done.failure or "")
     daemon._reap()
     assert daemon.workers == {}
-    assert _holders(secret) == []
-    kept = [{"TOKEN": secret.decode()}]           # and a holder is found where there is one
-    assert _holders(secret) == ["dict"] and kept
+    assert _holders(secret, daemon) == []
+    # and a holder is found where there is one: an object's, or a thread's local
+    daemon.kept = [{"TOKEN": secret.decode()}]
+    assert _holders(secret, daemon) == ["dict"]
+    del daemon.kept
+    release = threading.Event()
+
+    def holding(value: str = secret.decode()) -> None:
+        release.wait(30)
+
+    holder = threading.Thread(target=holding)
+    holder.start()
+    try:
+        assert "dict" in _holders(secret, daemon)  # its frame's locals
+    finally:
+        release.set()
+        holder.join()
     daemon.store.close()
