@@ -51,7 +51,7 @@ class AwsHome:
         path.write_text("\n".join(lines) + "\n")
         return path
 
-    def skyc(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    def skyc(self, *args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "skyc", *args], env=self.env(), capture_output=True,
             text=True, timeout=timeout, stdin=subprocess.DEVNULL,

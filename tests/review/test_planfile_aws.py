@@ -21,7 +21,7 @@ from tests.support.moto_server import start_moto
 from tests.support.terraform import requires_aws_provider, requires_terraform
 
 pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider,
-              pytest.mark.timeout(900)]
+              pytest.mark.timeout(1800)]
 
 
 @pytest.fixture(scope="module")
