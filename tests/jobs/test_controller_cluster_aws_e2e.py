@@ -26,13 +26,9 @@ Needs root (sshd, useradd) and the provider mirror; slow: three applies and dest
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -42,6 +38,7 @@ from tests.e2e.conftest import Skyc
 from tests.failover.aws_env import cloud_resources, live_instances
 from tests.jobs.conftest import wait_for
 from tests.support.moto_server import CREDENTIALS, MotoServer, start_moto
+from tests.support.node_image import NODE_PYTHON, give_packages, node_python_missing, user_site
 from tests.support.ssh_proxy import StandIns, stand_ins
 from tests.support.terraform import (
     TERRAFORM_ENV,
@@ -56,7 +53,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aw
               pytest.mark.timeout(1500), pytest.mark.xdist_group("stand-in-vms")]
 
 REGION = "us-east-1"
-NODE_PYTHON = Path("/usr/bin/python3")
 PROXY = Path(__file__).resolve().parents[1] / "support" / "ssh_proxy.py"
 
 
@@ -70,8 +66,8 @@ def moto(tmp_path: Path) -> Iterator[MotoServer]:
 def vms() -> Iterator[StandIns]:
     """Two stand-ins, outside the 0700 pytest tree: the node's user runs the proxy
     command too (the controller reaches its job's node through it)."""
-    if not NODE_PYTHON.exists() or sys.version_info[:2] != (3, 11):
-        pytest.skip("needs /usr/bin/python3 of this interpreter's minor version")
+    if why := node_python_missing():
+        pytest.skip(why)
     root = Path(tempfile.mkdtemp(prefix="skyc-vms-"))
     root.chmod(0o755)
     try:
@@ -80,46 +76,9 @@ def vms() -> Iterator[StandIns]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _distributions(*names: str) -> list[metadata.Distribution]:
-    seen: dict[str, metadata.Distribution] = {}
-
-    def visit(name: str) -> None:
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            return
-        key = dist.metadata["Name"].lower().replace("_", "-")
-        if key in seen:
-            return
-        seen[key] = dist
-        for req in dist.requires or []:
-            if "extra ==" not in req:
-                visit(re.split(r"[ ;<>=!~\[(]", req, maxsplit=1)[0])
-
-    for name in names:
-        visit(name)
-    return [d for k, d in seen.items() if k != "skyc"]
-
-
-def _site(vms: StandIns) -> Path:
-    return vms.home / ".local" / "lib" / f"python{sys.version_info.major}." \
-        f"{sys.version_info.minor}" / "site-packages"
-
-
 def _image(vms: StandIns) -> None:
     """What the node's machine image and instance role give it (see the docstring)."""
-    site = _site(vms)
-    for dist in _distributions("skyc", "boto3"):
-        base = Path(str(dist.locate_file("")))
-        for rel in dist.files or []:
-            src, dst = base / rel, site / rel
-            if str(rel).startswith("..") or not src.is_file() or dst.exists():
-                continue
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copy2(src, dst)
+    give_packages(vms.home, "skyc", "boto3", owner=vms.user)
     (vms.home / ".terraformrc").write_text(
         'provider_installation {\n  filesystem_mirror {\n'
         f'    path = "{plugin_dir()}"\n  }}\n}}\n')
@@ -127,8 +86,7 @@ def _image(vms: StandIns) -> None:
     aws.mkdir()
     (aws / "credentials").write_text(  # in place of the instance metadata service
         "[default]\naws_access_key_id = testing\naws_secret_access_key = testing\n")
-    for path in [vms.home / ".local", *(vms.home / ".local").rglob("*"), aws,
-                 *aws.iterdir(), vms.home / ".terraformrc"]:
+    for path in [aws, *aws.iterdir(), vms.home / ".terraformrc"]:
         shutil.chown(path, vms.user, vms.user)
         if path.is_dir():
             path.chmod(0o755)
@@ -143,7 +101,7 @@ def _proxy_command(vms: StandIns) -> str:
     wrapper = vms.root / "proxy.sh"
     wrapper.write_text(
         "#!/bin/sh\numask 000\n"
-        f'PYTHONPATH="{_site(vms)}" exec {NODE_PYTHON} {PROXY} {vms.state} "$1" "$2"\n')
+        f'PYTHONPATH="{user_site(vms.home)}" exec {NODE_PYTHON} {PROXY} {vms.state} "$1" "$2"\n')
     wrapper.chmod(0o755)
     return f"{wrapper} %h %p"
 

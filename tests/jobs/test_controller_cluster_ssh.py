@@ -11,11 +11,7 @@ reach PyPI, so the ``pip install --user`` path is not exercised here."""
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import sys
 from collections.abc import Iterator
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -23,58 +19,16 @@ import yaml
 
 from tests.e2e.conftest import Skyc
 from tests.jobs.conftest import queue, wait_for
-from tests.support.sshd import SshdCluster, SshNode, sshd_cluster
+from tests.support.node_image import give_packages, node_python_missing
+from tests.support.sshd import SshdCluster, sshd_cluster
 
 SECRET = "s3cr3t-ssh-ctl-41d0"
-NODE_PYTHON = Path("/usr/bin/python3")
-
-
-def _dependencies() -> list[metadata.Distribution]:
-    seen: dict[str, metadata.Distribution] = {}
-
-    def visit(name: str) -> None:
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            return
-        key = dist.metadata["Name"].lower().replace("_", "-")
-        if key in seen:
-            return
-        seen[key] = dist
-        for req in dist.requires or []:
-            if "extra ==" not in req:
-                visit(re.split(r"[ ;<>=!~\[(]", req, maxsplit=1)[0])
-
-    visit("skyc")
-    return [d for k, d in seen.items() if k != "skyc"]
-
-
-def _give_dependencies(node: SshNode) -> None:
-    """skyc's dependencies in the node user's ~/.local site-packages."""
-    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    site = node.home / ".local" / "lib" / minor / "site-packages"
-    for dist in _dependencies():
-        base = Path(str(dist.locate_file("")))
-        for rel in dist.files or []:
-            if str(rel).startswith(".."):
-                continue
-            src, dst = base / rel, site / rel
-            if not src.is_file() or dst.exists():
-                continue
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copy2(src, dst)
-    for path in [node.home / ".local", *(node.home / ".local").rglob("*")]:
-        if path.is_dir():
-            path.chmod(0o755)
 
 
 @pytest.fixture
 def pool(tmp_path: Path) -> Iterator[SshdCluster]:
-    if not NODE_PYTHON.exists() or sys.version_info[:2] != (3, 11):
-        pytest.skip("needs /usr/bin/python3 of this interpreter's minor version")
+    if why := node_python_missing():
+        pytest.skip(why)
     yield from sshd_cluster(tmp_path / "sshd", 1)
 
 
@@ -92,7 +46,7 @@ def _files_holding(root: Path, needle: str) -> list[Path]:
 def test_a_job_on_an_ssh_controller_cluster_survives_the_client_and_is_forwarded(
         jobs: Skyc, pool: SshdCluster, tmp_path: Path) -> None:
     node = pool.nodes[0]
-    _give_dependencies(node)
+    give_packages(node.home, "skyc")  # skyc's dependencies, as its image would
     jobs.home.mkdir(parents=True, exist_ok=True)
     (jobs.home / "config.yaml").write_text(yaml.safe_dump({
         "ssh_pools": {"ctl": {"hosts": [f"{node.user}@{node.host}:{node.port}"],
