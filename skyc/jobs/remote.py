@@ -10,9 +10,10 @@ stdin as JSON and are never written on either side.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from skyc.config import JobsControllerConfig, SkycConfig
     from skyc.launch import LaunchReporter
     from skyc.nodes import ClusterInfo
-    from skyc.runtime.transport import CommandResult
+    from skyc.runtime.transport import CommandResult, Transport
     from skyc.task import Task
 
 
@@ -92,6 +93,20 @@ class RemoteController:
         except TransportError as exc:
             raise self._unreachable(exc.message) from None
 
+    @contextlib.asynccontextmanager
+    async def _connected(self, info: ClusterInfo) -> AsyncIterator[Transport]:
+        """The head node's transport, connected (else the controller is unreachable),
+        closed afterwards."""
+        transport = head_transport(info)
+        try:
+            try:
+                await transport.connect(10)
+            except TransportError as exc:
+                raise self._unreachable(exc.message) from None
+            yield transport
+        finally:
+            await transport.close()
+
     def run(self, args: Sequence[str], *, stdin: bytes | None = None,
             on_stdout: Callable[[bytes], None] | None = None,
             info: ClusterInfo | None = None) -> CommandResult:
@@ -102,12 +117,7 @@ class RemoteController:
 
     async def _run(self, info: ClusterInfo, args: list[str], stdin: bytes | None,
                    on_stdout: Callable[[bytes], None] | None) -> CommandResult:
-        transport = head_transport(info)
-        try:
-            try:
-                await transport.connect(10)
-            except TransportError as exc:
-                raise self._unreachable(exc.message) from None
+        async with self._connected(info) as transport:
             python = python_for(transport.node)
             command = skyc_command(python, args, os.environ)
             try:
@@ -117,8 +127,6 @@ class RemoteController:
                     res = await transport.run(command, stdin=stdin, on_stdout=on_stdout)
             except TransportError as exc:
                 raise self._unreachable(exc.message) from None
-        finally:
-            await transport.close()
         if res.exit_code in (126, 127):
             raise self._unreachable("skyc does not run there (exit "
                                     f"{res.exit_code}): {_tail(res.stderr)}")
@@ -201,12 +209,7 @@ class RemoteController:
                       digest: str) -> None:
         from skyc.runtime.transport import upload_bytes
 
-        transport = head_transport(info)
-        try:
-            try:
-                await transport.connect(10)
-            except TransportError as exc:
-                raise self._unreachable(exc.message) from None
+        async with self._connected(info) as transport:
             await upload_bytes(transport, config, "~/.skyc-controller/home/config.yaml", 0o600)
             res = await transport.run(
                 f'd="{ROOT}/tasks/{digest}"; mkdir -p "$d" && tar xzf - -C "$d"', stdin=data,
@@ -214,8 +217,6 @@ class RemoteController:
             if res.exit_code != 0:
                 raise SkycError(f"jobs controller cluster {self.name}: cannot unpack the "
                                 f"job's files: {_tail(res.stderr)}")
-        finally:
-            await transport.close()
 
     def queue(self) -> list[dict[str, Any]]:
         """The controller's jobs, as ``skyc jobs queue --format json`` lists them there
