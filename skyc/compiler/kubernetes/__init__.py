@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from skyc.lazy import lazy_target
+
 
 def _record() -> Any:
     from skyc.compiler.base import Capabilities, Target
@@ -43,10 +45,4 @@ def _record() -> Any:
     )
 
 
-def __getattr__(name: str) -> Any:
-    """``TARGET``, made on first use: the config module imports this package's
-    ``config`` while the compiler's base module (which imports the config) loads."""
-    if name == "TARGET":
-        globals()["TARGET"] = record = _record()
-        return record
-    raise AttributeError(name)
+__getattr__ = lazy_target(__name__, _record)
