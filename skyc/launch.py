@@ -460,19 +460,12 @@ def _run(
 def end_cluster_jobs(name: str) -> dict[str, list[int]]:
     """Before a cluster is destroyed: end every job on its nodes, with every process the
     jobs started (daemons too). Unreachable nodes are skipped. By node, the jobs ended."""
-    from pydantic import ValidationError
-
-    from skyc.nodes import ClusterInfo
+    from skyc.nodes import recorded_cluster
     from skyc.runtime import stop_all_jobs
-    from skyc.stacks.workspace import cluster_workspace
 
-    path = cluster_workspace(name) / "cluster.json"
-    try:
-        info = ClusterInfo.model_validate_json(path.read_text())
-    except (OSError, ValidationError):
+    info = recorded_cluster(name)
+    if info is None or not info.nodes:
         return {}  # never provisioned (or already gone): no node runs a job of it
-    if not info.nodes:
-        return {}
     return stop_all_jobs(info)
 
 

@@ -43,3 +43,21 @@ class ClusterInfo(BaseModel):
     nodes: list[Node]
     num_gpus_per_node: float = 0
     workspace: str                # $SKYC_HOME/clusters/<name>/ (keys, known_hosts, stack)
+
+
+# In a cluster's workspace once it is provisioned (written by skyc.provision).
+CLUSTER_FILE = "cluster.json"
+
+
+def recorded_cluster(name: str) -> ClusterInfo | None:
+    """The cluster's nodes as its last apply recorded them; None when there is no
+    readable record (never provisioned, or already gone)."""
+    from pydantic import ValidationError
+
+    from skyc.stacks.workspace import cluster_workspace
+
+    try:
+        return ClusterInfo.model_validate_json(
+            (cluster_workspace(name) / CLUSTER_FILE).read_text())
+    except (OSError, ValidationError):
+        return None

@@ -204,19 +204,6 @@ class Reshape:
         return "\n".join(lines)
 
 
-def _cluster_info(cluster: str) -> ClusterInfo | None:
-    from pydantic import ValidationError
-
-    from skyc.nodes import ClusterInfo
-    from skyc.stacks.workspace import cluster_workspace
-
-    try:
-        text = (cluster_workspace(cluster) / "cluster.json").read_text()
-        return ClusterInfo.model_validate_json(text)
-    except (OSError, ValidationError):
-        return None
-
-
 def _busy_on(info: ClusterInfo, removed: list[str]) -> dict[int, str]:
     from skyc.runtime import queue
 
@@ -235,7 +222,9 @@ def plan_reshape(record: ClusterRecord | None, placement: Placement) -> Reshape 
     (or the cluster never came up)."""
     if record is None or record.launched_at is None:
         return None
-    info = _cluster_info(record.name)
+    from skyc.nodes import recorded_cluster
+
+    info = recorded_cluster(record.name)
     if info is None or not info.nodes:
         return None
     doc = placement.model_dump(mode="json")

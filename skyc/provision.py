@@ -29,14 +29,13 @@ from skyc.compiler import (
 )
 from skyc.config import SkycConfig, load_config
 from skyc.errors import ConfigError, StateError
-from skyc.nodes import ClusterInfo
+from skyc.nodes import CLUSTER_FILE, ClusterInfo
 from skyc.optimizer.plan import Placement
 from skyc.stacks.engine import ApplyFailed, Engine, ProgressCallback, StackDiff
 from skyc.stacks.engines import open_engine, stack_engine, write_stack
 from skyc.stacks.workspace import cluster_workspace
 from skyc.task.candidate import ResourceCandidate
 
-CLUSTER_FILE = "cluster.json"
 REQUEST_FILE = "request.json"   # the placement and resources the stack was built from
 # A stack whose nodes can be stopped declares the input POWER_VARIABLE (running |
 # stopped); its value is kept in the workspace's POWER_FILE (see ``set_power``).

@@ -59,10 +59,15 @@ def poll_interval() -> float:
         return 5.0
 
 
-def managed_log_dir(job_id: int) -> Path:
-    from skyc.config import skyc_home
+def managed_logs_root() -> Path:
+    """Where managed jobs' logs live: one directory per job, and the controller's log."""
+    from skyc.home import skyc_home
 
-    return skyc_home() / "logs" / "managed" / str(job_id)
+    return skyc_home() / "logs" / "managed"
+
+
+def managed_log_dir(job_id: int) -> Path:
+    return managed_logs_root() / str(job_id)
 
 
 def cluster_for(job: ManagedJob, task_index: int) -> str:
@@ -296,18 +301,13 @@ class Controller:
     def _resume(self, cluster: str) -> tuple[ClusterInfo | None, int | None, int | None]:
         """What a controller before this one left: the cluster, its open attempt, the
         run on it (None for each that is not there)."""
-        from pydantic import ValidationError
-
-        from skyc.nodes import ClusterInfo
-        from skyc.stacks.workspace import cluster_workspace
+        from skyc.nodes import recorded_cluster
 
         job = self.job
         if job.cluster != cluster:
             return None, None, None
-        try:
-            info = ClusterInfo.model_validate_json(
-                (cluster_workspace(cluster) / "cluster.json").read_text())
-        except (OSError, ValidationError):
+        info = recorded_cluster(cluster)
+        if info is None:
             return None, None, None
         open_ = [a for a in self.store.attempts(self.job_id)
                  if a.cluster == cluster and a.ended_at is None]

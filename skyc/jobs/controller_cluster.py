@@ -86,21 +86,14 @@ def controller_task(settings: JobsControllerConfig) -> Task:
 
 def recorded_info(name: str) -> ClusterInfo | None:
     """The cluster's nodes as its last apply recorded them; None when it is not up."""
-    from pydantic import ValidationError
-
-    from skyc.nodes import ClusterInfo
-    from skyc.stacks.workspace import cluster_workspace
+    from skyc.nodes import recorded_cluster
     from skyc.state import StateDB
 
     with StateDB() as db:
         record = db.get_cluster(name)
     if record is None or record.status != "UP":
         return None
-    try:
-        return ClusterInfo.model_validate_json(
-            (cluster_workspace(name) / "cluster.json").read_text())
-    except (OSError, ValidationError):
-        return None
+    return recorded_cluster(name)
 
 
 def bring_up(settings: JobsControllerConfig, reporter: LaunchReporter, *,

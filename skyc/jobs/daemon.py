@@ -28,7 +28,7 @@ from typing import IO, Any, TextIO
 
 from skyc.errors import SkycError
 from skyc.jobs import handoff
-from skyc.jobs.controller import managed_log_dir, poll_interval
+from skyc.jobs.controller import managed_log_dir, managed_logs_root, poll_interval
 from skyc.jobs.lease import LeaseHeld
 from skyc.jobs.records import ManagedJob
 from skyc.jobs.store import ManagedJobStore
@@ -50,7 +50,7 @@ def idle_timeout() -> float:
 
 
 def daemon_log_path() -> Path:
-    path = managed_log_dir(0).parent / DAEMON_LOG
+    path = managed_logs_root() / DAEMON_LOG
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

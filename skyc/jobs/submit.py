@@ -204,20 +204,13 @@ def stream_logs(job_id: int, follow: bool, on_output: Callable[[bytes], None],
 
 
 def _live_run(store: ManagedJobStore, job: ManagedJob) -> tuple[ClusterInfo, int, str] | None:
-    from pydantic import ValidationError
-
-    from skyc.nodes import ClusterInfo
-    from skyc.stacks.workspace import cluster_workspace
+    from skyc.nodes import recorded_cluster
 
     if job.done or job.status != "RUNNING" or job.cluster is None or job.cluster_job is None:
         return None
     attempts = [a for a in store.attempts(job.id) if a.ended_at is None]
-    if not attempts:
-        return None
-    try:
-        info = ClusterInfo.model_validate_json(
-            (cluster_workspace(job.cluster) / "cluster.json").read_text())
-    except (OSError, ValidationError):
+    info = recorded_cluster(job.cluster) if attempts else None
+    if info is None:
         return None
     return info, job.cluster_job, f"attempt-{attempts[-1].id}-job-{job.cluster_job}.log"
 
