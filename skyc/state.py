@@ -44,7 +44,9 @@ REDACTED = "<redacted>"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: a record's validator is built when a command first reads that kind of
+    # record, not when the module is imported (start-up time).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ClusterRecord(_Model):

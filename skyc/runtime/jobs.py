@@ -27,7 +27,7 @@ from skyc.runtime.logs import (
 from skyc.runtime.remote import NodeAgent
 from skyc.runtime.session import ClusterSession, node_phase_log
 from skyc.runtime.spec import JobResult, JobSpec, NodeResult
-from skyc.runtime.sync import SyncCache, sync_tree
+from skyc.runtime.sync import SyncCache, id_probes, sync_tree
 
 WORKDIR_TARGET = "~/sky_workdir"
 CONNECT_TIMEOUT = 60.0
@@ -37,15 +37,20 @@ ALLOCATE_LOCK_TIMEOUT = 120.0
 StartCallback = Callable[[int, str], None]  # (job id, local log directory)
 
 
-async def _sync_all(session: ClusterSession, spec: JobSpec) -> None:
+def _sync_pairs(spec: JobSpec) -> list[tuple[Path, str]]:
+    """(local source, node target) of what a job syncs: its workdir, then its mounts."""
     pairs: list[tuple[Path, str]] = []
     if spec.workdir:
-        workdir = Path(spec.workdir).expanduser()
-        if not workdir.is_dir():
-            raise RuntimeAgentError(f"workdir: {workdir} is not a directory")
-        pairs.append((workdir, WORKDIR_TARGET))
+        pairs.append((Path(spec.workdir).expanduser(), WORKDIR_TARGET))
     for target, local in sorted(spec.file_mounts.items()):
         pairs.append((Path(local).expanduser(), target))
+    return pairs
+
+
+async def _sync_all(session: ClusterSession, spec: JobSpec) -> None:
+    pairs = _sync_pairs(spec)
+    if spec.workdir and not pairs[0][0].is_dir():
+        raise RuntimeAgentError(f"workdir: {pairs[0][0]} is not a directory")
     cache = SyncCache(session.workspace)
     for path, target in pairs:
         await sync_tree(session.agents, path, target, cache)
@@ -121,7 +126,7 @@ async def _run_job(cluster: ClusterInfo, spec: JobSpec, sinks: tuple[
                    log_dir: Path | None, on_start: StartCallback | None,
                    hold_lock: bool) -> JobResult:
     session = ClusterSession(cluster, num_nodes=spec.num_nodes)
-    await session.open(CONNECT_TIMEOUT)
+    await session.open(CONNECT_TIMEOUT, probes=id_probes([t for _, t in _sync_pairs(spec)]))
     try:
         name = spec.name or "job"
         with _allocation_lock(cluster.name, hold_lock):

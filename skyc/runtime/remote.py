@@ -9,7 +9,7 @@ import shlex
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,13 @@ def agent_source() -> tuple[bytes, str]:
     data = Path(agent_module.__file__).read_bytes()
     digest = hashlib.sha256(data).hexdigest()[:12]
     return data, f"{agent_module.VERSION}-{digest}"
+
+
+def agent_module_name(version: str) -> str:
+    """The name the agent of ``version`` has on a node: ``~/.skyc/<name>.py``. It is
+    imported from there, not run as a script, so that the node's Python keeps its
+    compiled code (``~/.skyc/__pycache__``): compiling it was 16 ms of every phase."""
+    return "agent_" + version.replace("-", "_")
 
 
 def node_label(transport: Transport) -> str:
@@ -68,6 +75,7 @@ class NodeAgent:
         self.python = python
         self.label = node_label(transport)
         self.setup_hash = ""
+        self.probed: dict[str, str] = {}
 
     @property
     def name(self) -> str:
@@ -75,24 +83,43 @@ class NodeAgent:
 
     def _command(self, args: str) -> str:
         _, version = agent_source()
-        return (f'f="$HOME/.skyc/agent-{version}.py"; [ -f "$f" ] || exit {AGENT_MISSING}; '
-                f'exec {self.python} -S "$f" {args}')
+        name = agent_module_name(version)
+        # sys.path[0] (the working directory for -c) becomes ~/.skyc, and only it.
+        start = (f"import sys; sys.path[0] = sys.argv.pop(1); import {name}; "
+                 f"sys.exit({name}.main())")
+        return (f'[ -f "$HOME/.skyc/{name}.py" ] || exit {AGENT_MISSING}; '
+                f'exec {self.python} -S -c {shlex.quote(start)} "$HOME/.skyc" {args}')
 
-    async def ensure(self) -> None:
+    async def ensure(self, probes: Mapping[str, str] | None = None) -> None:
         """Upload the agent unless this version is already on the node; also learn the hash
-        of the setup last run there. One plain shell command: no Python start-up."""
+        of the setup last run there. One plain shell command: no Python start-up.
+
+        ``probes`` (name -> shell command printing one line) ride along in that command:
+        their output is in :attr:`probed`, so a caller that needs a node's state (its
+        synced trees' ids) does not spend another round trip on it."""
         _, version = agent_source()
+        asks = "".join(f'echo "probe {i} $({command})"; '
+                       for i, command in enumerate((probes or {}).values()))
         res = await self.transport.run(
-            f'[ -f "$HOME/.skyc/agent-{version}.py" ] && echo present; '
+            f'[ -f "$HOME/.skyc/{agent_module_name(version)}.py" ] && echo present; {asks}'
             'echo "setup_hash=$(cat "$HOME/.skyc/setup_hash" 2>/dev/null)"; true', timeout=60)
-        out = res.stdout.decode("utf-8", "replace")
-        self.setup_hash = out.rpartition("setup_hash=")[2].strip()
-        if "present" not in out.splitlines():
+        lines = res.stdout.decode("utf-8", "replace").splitlines()
+        names = list(probes or {})
+        self.setup_hash = ""
+        for line in lines:
+            if line.startswith("setup_hash="):
+                self.setup_hash = line.partition("=")[2].strip()
+            elif line.startswith("probe "):
+                _, index, value = (line + " ").split(" ", 2)
+                if index.isdigit() and int(index) < len(names):
+                    self.probed[names[int(index)]] = value.strip()
+        if "present" not in lines:
             await self.install()
 
     async def install(self) -> None:
         data, version = agent_source()
-        await upload_bytes(self.transport, data, f"~/.skyc/agent-{version}.py", 0o644)
+        await upload_bytes(self.transport, data, f"~/.skyc/{agent_module_name(version)}.py",
+                           0o644)
 
     async def call(self, args: str, *, stdin: StdinSource = None,
                    on_stdout: Callable[[bytes], None] | None = None,
@@ -126,9 +153,12 @@ class NodeAgent:
         meta = json.dumps({"name": name, "num_nodes": num_nodes, "submitted": time.time(),
                            "client": {"pid": os.getpid(), "host": socket.gethostname()}},
                           sort_keys=True)
+        # The highest id so far is found with the shell's own glob and arithmetic: one
+        # process (the mkdir) where a pipeline of ls, grep, sort and tail took five.
         res = await self.transport.run(
-            'd="$HOME/.skyc/jobs"; mkdir -p "$d" || exit 1; '
-            """n=$(ls "$d" | grep -E '^[0-9]+$' | sort -n | tail -n 1); n=$((${n:-0} + 1)); """
+            'd="$HOME/.skyc/jobs"; [ -d "$d" ] || mkdir -p "$d" || exit 1; n=0; '
+            'for f in "$d"/*; do b=${f##*/}; case $b in ""|*[!0-9]*) ;; '
+            '*) [ "$b" -gt "$n" ] && n=$b ;; esac; done; n=$((n + 1)); '
             'until mkdir "$d/$n" 2>/dev/null; do n=$((n + 1)); done; '
             f'printf "%s" {shlex.quote(meta)} > "$d/$n/meta.json" && echo "$n"', timeout=60)
         if res.exit_code != 0:

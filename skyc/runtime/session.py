@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -56,15 +57,18 @@ class ClusterSession:
     def head(self) -> NodeAgent:
         return self.agents[0]
 
-    async def open(self, timeout: float, *, facts: bool = False) -> None:
+    async def open(self, timeout: float, *, facts: bool = False,
+                   probes: Mapping[str, str] | None = None) -> None:
         """Connect to every node (retrying up to ``timeout`` s) and make sure the agent is
-        there; with ``facts``, also collect each node's facts (accelerators, Python)."""
+        there; with ``facts``, also collect each node's facts (accelerators, Python).
+        ``probes``: shell commands each node answers in the same round trip (see
+        :meth:`NodeAgent.ensure`)."""
         async def one(agent: NodeAgent) -> None:
             await agent.transport.connect(timeout)
             if facts:
                 self.facts[agent.name] = await agent.facts()
             else:
-                await agent.ensure()
+                await agent.ensure(probes)
 
         results = await asyncio.gather(*(one(a) for a in self.agents), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]

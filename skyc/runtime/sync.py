@@ -19,7 +19,6 @@ import json
 import os
 import shlex
 import stat
-import tarfile
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -75,6 +74,8 @@ _BLOCK = 512
 def write_tar(write: Callable[[bytes], object], source: Path, files: Manifest,
               changed: list[str]) -> None:
     """The changed entries as a tar stream (GNU format, no per-file extended headers)."""
+    import tarfile  # only when something changed: not on the start of every exec
+
     pending = bytearray()
 
     def emit(data: bytes) -> None:
@@ -298,6 +299,23 @@ async def remote_state(agent: NodeAgent, target: str, suffix: str) -> str:
     return res.stdout.decode("utf-8", "replace").strip()
 
 
+def id_probes(targets: list[str]) -> dict[str, str]:
+    """For :meth:`ClusterSession.open`: the commands that print each target's tree id, so
+    that connecting to a node also learns what it holds (:func:`sync_tree` uses it)."""
+    return {_probe_name(t): _remote_state_command(t, "id") for t in targets}
+
+
+def _probe_name(target: str) -> str:
+    return f"sync-id:{target}"
+
+
+async def _tree_id(agent: NodeAgent, target: str) -> str:
+    """The id of the tree the node holds at ``target``: learnt when the session opened
+    (once: a later sync of the same target asks again), else asked now."""
+    known = agent.probed.pop(_probe_name(target), None)
+    return known if known is not None else await remote_state(agent, target, "id")
+
+
 async def sync_tree(agents: list[NodeAgent], source: Path, target: str,
                     cache: SyncCache) -> list[int]:
     """Scan ``source`` and bring ``target`` on every node up to date; returns entries sent.
@@ -309,7 +327,7 @@ async def sync_tree(agents: list[NodeAgent], source: Path, target: str,
     cached = [cache.load(a.name, target) for a in agents]
     scanning = asyncio.ensure_future(asyncio.to_thread(scan, source))
     try:
-        ids = await asyncio.gather(*(remote_state(a, target, "id")
+        ids = await asyncio.gather(*(_tree_id(a, target)
                                      for a, c in zip(agents, cached, strict=True)
                                      if c is not None))
     finally:

@@ -39,12 +39,12 @@ def marked_processes() -> list[int]:
 
 
 def marks_of(cluster: ClusterInfo) -> list[int]:
-    from skyc.runtime import agent
+    import hashlib
 
     tokens = []
     for node in cluster.nodes:
         home = os.path.realpath(os.path.join(node.node_dir or "", ".skyc"))
-        tokens.append(agent.hashlib.sha256(home.encode()).hexdigest()[:16])
+        tokens.append(hashlib.sha256(home.encode()).hexdigest()[:16])
     found = []
     for pid in marked_processes():
         try:

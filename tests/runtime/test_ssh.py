@@ -39,7 +39,7 @@ def test_two_node_job_sees_ranks_and_ips(sshd2: SshdCluster, tmp_path: Path) -> 
     assert sorted(ln.split()[0] for ln in pinned) == sorted(
         f"[{n.host}]:{n.port}" for n in sshd2.nodes)
     # the agent is uploaded once per version
-    agents = list((head.home / ".skyc").glob("agent-*.py"))
+    agents = list((head.home / ".skyc").glob("agent_*.py"))
     assert len(agents) == 1
     before = agents[0].stat().st_mtime_ns
     assert queue(cluster)[-1]["status"] == "SUCCEEDED"

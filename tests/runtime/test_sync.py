@@ -16,7 +16,7 @@ from skyc.errors import RuntimeAgentError
 from skyc.nodes import ClusterInfo
 from skyc.runtime import JobSpec, run_job
 from skyc.runtime.agent import EXIT_TRAILER
-from skyc.runtime.remote import agent_source
+from skyc.runtime.remote import agent_module_name, agent_source
 from skyc.runtime.session import ClusterSession
 from skyc.runtime.sync import SyncCache, scan, sync_to_node, write_tar
 
@@ -129,7 +129,7 @@ def test_nothing_changed_sends_nothing(local_cluster: ClusterInfo, tmp_path: Pat
 def _agent_cmd(node_dir: Path, *args: str, stdin: bytes,
                path: str | None = None) -> subprocess.CompletedProcess[bytes]:
     _data, version = agent_source()
-    agent = node_dir / ".skyc" / f"agent-{version}.py"
+    agent = node_dir / ".skyc" / f"{agent_module_name(version)}.py"
     env = {**os.environ, "HOME": str(node_dir)}
     if path is not None:
         env["PATH"] = path
