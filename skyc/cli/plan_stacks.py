@@ -244,11 +244,12 @@ def check_policy(
     its violations; None when no policy applies."""
     import os
 
-    from skyc.review.policy import Planned, evaluate, find_policy, load_policy
+    from skyc.review.policy_file import find_policy
 
     path = find_policy(explicit, task_file, config.policy)
     if path is None:
         return None
+    from skyc.review.policy import Planned, evaluate, load_policy
     from skyc.review.quotas import current_user, usage_from_state
 
     policy = load_policy(path)
@@ -355,7 +356,7 @@ def expand_task_files(paths: list[Path]) -> list[Path]:
     """The task files named: a directory stands for its ``*.yaml`` / ``*.yml`` files
     (sorted; ``skyc-policy.yaml`` is not a task)."""
     from skyc.errors import ConfigError
-    from skyc.review.policy import POLICY_FILE
+    from skyc.review.policy_file import POLICY_FILE
 
     out: list[Path] = []
     for path in paths:

@@ -35,8 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skyc.errors import ConfigError
 from skyc.optimizer.plan import Placement
-
-POLICY_FILE = "skyc-policy.yaml"
+from skyc.review.policy_file import POLICY_FILE as POLICY_FILE
+from skyc.review.policy_file import find_policy as find_policy
 
 
 class _Model(BaseModel):
@@ -107,17 +107,6 @@ def load_policy(path: Path, what: str = "policy") -> Policy:
                              for e in exc.errors())
         raise ConfigError(f"{what} {path}: {problems}",
                           hint="see `skyc plan --help` for the policy keys") from None
-
-
-def find_policy(explicit: Path | None, task_file: Path, configured: str | None
-                ) -> Path | None:
-    """``--policy FILE``, else ``skyc-policy.yaml`` beside the task, else the config's."""
-    if explicit is not None:
-        return explicit
-    beside = (task_file if task_file.is_dir() else task_file.parent) / POLICY_FILE
-    if beside.is_file():
-        return beside
-    return Path(configured).expanduser() if configured else None
 
 
 def gpus(p: Placement) -> float:

@@ -126,11 +126,15 @@ async def _run_job(cluster: ClusterInfo, spec: JobSpec, sinks: tuple[
                    log_dir: Path | None, on_start: StartCallback | None,
                    hold_lock: bool) -> JobResult:
     session = ClusterSession(cluster, num_nodes=spec.num_nodes)
-    await session.open(CONNECT_TIMEOUT, probes=id_probes([t for _, t in _sync_pairs(spec)]))
+    await session.connect(CONNECT_TIMEOUT)
     try:
         name = spec.name or "job"
+        # One round trip to each node: the agent is there, which trees it holds, and on
+        # the head the job's id.
         with _allocation_lock(cluster.name, hold_lock):
-            job_id = await session.head.new_job(name, len(session.agents))
+            job_id = await session.ensure(id_probes([t for _, t in _sync_pairs(spec)]),
+                                          new_job=(name, len(session.agents)))
+        assert job_id is not None
         root = cluster_log_root(cluster.name, log_dir)
         entry: dict[str, Any] = {"job_id": job_id, "name": name, "submitted": time.time(),
                                  "num_nodes": len(session.agents), "status": "SYNCING"}

@@ -67,6 +67,21 @@ def read_trailer(res: CommandResult, what: str, node: str) -> tuple[int, bool]:
         + (f": {detail}" if detail else ": the connection or the node was lost"))
 
 
+def _new_job_shell(name: str, num_nodes: int) -> str:
+    """The shell that allocates the next job id on a head node and prints ``job_id=N``:
+    ``mkdir`` is the atomic step. The highest id so far is found with the shell's own
+    glob and arithmetic: one process (the mkdir) where a pipeline of ls, grep, sort and
+    tail took five."""
+    meta = json.dumps({"name": name, "num_nodes": num_nodes, "submitted": time.time(),
+                       "client": {"pid": os.getpid(), "host": socket.gethostname()}},
+                      sort_keys=True)
+    return ('d="$HOME/.skyc/jobs"; { [ -d "$d" ] || mkdir -p "$d"; } && { n=0; '
+            'for f in "$d"/*; do b=${f##*/}; case $b in ""|*[!0-9]*) ;; '
+            '*) [ "$b" -gt "$n" ] && n=$b ;; esac; done; n=$((n + 1)); '
+            'until mkdir "$d/$n" 2>/dev/null; do [ -w "$d" ] || break; n=$((n + 1)); done; '
+            f'printf "%s" {shlex.quote(meta)} > "$d/$n/meta.json" && echo "job_id=$n"; }}')
+
+
 class NodeAgent:
     """The agent on one node, reached through that node's transport."""
 
@@ -90,18 +105,24 @@ class NodeAgent:
         return (f'[ -f "$HOME/.skyc/{name}.py" ] || exit {AGENT_MISSING}; '
                 f'exec {self.python} -S -c {shlex.quote(start)} "$HOME/.skyc" {args}')
 
-    async def ensure(self, probes: Mapping[str, str] | None = None) -> None:
+    async def ensure(self, probes: Mapping[str, str] | None = None,
+                     new_job: tuple[str, int] | None = None) -> int | None:
         """Upload the agent unless this version is already on the node; also learn the hash
         of the setup last run there. One plain shell command: no Python start-up.
 
         ``probes`` (name -> shell command printing one line) ride along in that command:
         their output is in :attr:`probed`, so a caller that needs a node's state (its
-        synced trees' ids) does not spend another round trip on it."""
+        synced trees' ids) does not spend another round trip on it. ``new_job`` (name,
+        number of nodes), on the head: the job's id is allocated too (as
+        :meth:`new_job` does, in the same command when the agent is there) and
+        returned; None without it."""
         _, version = agent_source()
         asks = "".join(f'echo "probe {i} $({command})"; '
                        for i, command in enumerate((probes or {}).values()))
+        allocate = f" {_new_job_shell(*new_job)};" if new_job else ""
         res = await self.transport.run(
-            f'[ -f "$HOME/.skyc/{agent_module_name(version)}.py" ] && echo present; {asks}'
+            f'if [ -f "$HOME/.skyc/{agent_module_name(version)}.py" ]; then echo present;'
+            f'{allocate} fi; {asks}'
             'echo "setup_hash=$(cat "$HOME/.skyc/setup_hash" 2>/dev/null)"; true', timeout=60)
         lines = res.stdout.decode("utf-8", "replace").splitlines()
         names = list(probes or {})
@@ -115,6 +136,8 @@ class NodeAgent:
                     self.probed[names[int(index)]] = value.strip()
         if "present" not in lines:
             await self.install()
+            return await self.new_job(*new_job) if new_job else None
+        return self._job_id(res) if new_job else None
 
     async def install(self) -> None:
         data, version = agent_source()
@@ -150,21 +173,15 @@ class NodeAgent:
 
     async def new_job(self, name: str, num_nodes: int) -> int:
         """Allocate the next job id on this (head) node: ``mkdir`` is the atomic step."""
-        meta = json.dumps({"name": name, "num_nodes": num_nodes, "submitted": time.time(),
-                           "client": {"pid": os.getpid(), "host": socket.gethostname()}},
-                          sort_keys=True)
-        # The highest id so far is found with the shell's own glob and arithmetic: one
-        # process (the mkdir) where a pipeline of ls, grep, sort and tail took five.
-        res = await self.transport.run(
-            'd="$HOME/.skyc/jobs"; [ -d "$d" ] || mkdir -p "$d" || exit 1; n=0; '
-            'for f in "$d"/*; do b=${f##*/}; case $b in ""|*[!0-9]*) ;; '
-            '*) [ "$b" -gt "$n" ] && n=$b ;; esac; done; n=$((n + 1)); '
-            'until mkdir "$d/$n" 2>/dev/null; do n=$((n + 1)); done; '
-            f'printf "%s" {shlex.quote(meta)} > "$d/$n/meta.json" && echo "$n"', timeout=60)
-        if res.exit_code != 0:
-            raise RuntimeAgentError(f"node {self.name}: cannot allocate a job id: "
-                                    f"{res.stderr.decode(errors='replace').strip()}")
-        return int(res.stdout.decode().strip())
+        return self._job_id(await self.transport.run(_new_job_shell(name, num_nodes),
+                                                     timeout=60))
+
+    def _job_id(self, res: CommandResult) -> int:
+        for line in res.stdout.decode("utf-8", "replace").splitlines():
+            if line.startswith("job_id=") and line[7:].strip().isdigit():
+                return int(line[7:])
+        raise RuntimeAgentError(f"node {self.name}: cannot allocate a job id: "
+                                f"{res.stderr.decode(errors='replace').strip()}")
 
     async def run_phase(self, job_id: int, phase: str, payload: dict[str, Any], *,
                         follow: bool, on_stdout: OutputSink,

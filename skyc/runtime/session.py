@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -71,6 +72,34 @@ class ClusterSession:
                 await agent.ensure(probes)
 
         results = await asyncio.gather(*(one(a) for a in self.agents), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await self.close()
+            raise errors[0]
+
+    async def connect(self, timeout: float) -> None:
+        """Connect to every node (retrying up to ``timeout`` s); see :meth:`ensure`."""
+        results = await asyncio.gather(*(a.transport.connect(timeout) for a in self.agents),
+                                       return_exceptions=True)
+        await self._raise_first(results)
+
+    async def ensure(self, probes: Mapping[str, str] | None = None,
+                     new_job: tuple[str, int] | None = None) -> int | None:
+        """After :meth:`connect`: make sure the agent is on every node, asking ``probes``
+        on each, and with ``new_job`` (name, number of nodes) allocate the job's id on
+        the head in the same round trip (returned). When a node fails, a job id already
+        allocated is aborted on the head before the error is raised."""
+        results = await asyncio.gather(
+            *(a.ensure(probes, new_job if a is self.head else None) for a in self.agents),
+            return_exceptions=True)
+        job_id = results[0]
+        if isinstance(job_id, int) and any(isinstance(r, BaseException) for r in results):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.head.cancel(job_id, "abort"), 8)
+        await self._raise_first(results)
+        return job_id if isinstance(job_id, int) else None
+
+    async def _raise_first(self, results: list[Any]) -> None:
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             await self.close()

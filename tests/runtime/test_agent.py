@@ -96,3 +96,37 @@ def test_setup_skipped_when_hash_recorded(tmp_path: Path) -> None:
     forced = run_agent(sys.executable, tmp_path, "run", "3", "setup", "--follow",
                        "--setup-hash", "abc", "--force", stdin=payload)
     assert forced.stdout.strip() == "setting-up"
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize(("argv", "message"), [
+    ((), "expected a command: version, facts, run"),
+    (("launch",), "expected a command"),
+    (("run", "x", "run"), "job: 'x' is not a valid int"),
+    (("run", "1", "teardown"), "phase: 'teardown' is not one of setup, run"),
+    (("run", "1"), "run: expected JOB PHASE, got 1 argument(s)"),
+    (("run", "1", "run", "--loud"), "run: unknown option --loud"),
+    (("run", "1", "run", "--setup-hash"), "--setup-hash needs a value"),
+    (("run", "1", "run", "--follow=yes"), "--follow takes no value"),
+    (("tail", "1", "--phase=all", "extra"), "tail: expected JOB, got 2 argument(s)"),
+])
+def test_a_command_line_it_does_not_understand_is_refused(
+        python: str, tmp_path: Path, argv: tuple[str, ...], message: str) -> None:
+    out = run_agent(python, tmp_path, *argv)
+    assert out.returncode == 2
+    assert out.stderr.startswith("skyc-agent: error: ") and message in out.stderr, out.stderr
+    assert not (tmp_path / ".skyc").exists()  # nothing was started or written
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_options_take_their_value_after_a_space_or_an_equals_sign(python: str,
+                                                                  tmp_path: Path) -> None:
+    payload = json.dumps({"command": "echo one"})
+    assert trailer(run_agent(python, tmp_path, "run", "1", "run", "--follow",
+                             "--setup-hash=abc", stdin=payload)) == 0
+    for args in (("status", "--job", "1"), ("status", "--job=1")):
+        jobs = json.loads(run_agent(python, tmp_path, *args).stdout)
+        assert [j["job_id"] for j in jobs] == [1] and jobs[0]["status"] == "SUCCEEDED"
+    tail = run_agent(python, tmp_path, "tail", "1", "--phase=run")
+    assert tail.stdout == "one\n" and trailer(tail) == 0
+    assert run_agent(python, tmp_path, "version").stdout.strip() == agent.VERSION

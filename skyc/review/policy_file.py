@@ -1,0 +1,18 @@
+"""Where a plan's policy file is: without one, a plan imports no policy model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+POLICY_FILE = "skyc-policy.yaml"
+
+
+def find_policy(explicit: Path | None, task_file: Path, configured: str | None
+                ) -> Path | None:
+    """``--policy FILE``, else ``skyc-policy.yaml`` beside the task, else the config's."""
+    if explicit is not None:
+        return explicit
+    beside = (task_file if task_file.is_dir() else task_file.parent) / POLICY_FILE
+    if beside.is_file():
+        return beside
+    return Path(configured).expanduser() if configured else None
