@@ -3,7 +3,8 @@
 Compact form: ``<cloud>.json.gz`` (``CloudTable.to_data()``, sorted keys, gzip
 mtime 0, so a rebuild from the same input is byte-identical) plus ``meta.json``
 (``{"source": ..., "date": ..., "clouds": [...]}``). A raw directory has
-SkyPilot's layout, ``<cloud>/vms.csv``.
+SkyPilot's layout, ``<cloud>/vms.csv``. Each compact file read is kept decoded under
+``$SKYC_HOME/cache/catalog/`` (derived data: safe to delete).
 """
 
 from __future__ import annotations
