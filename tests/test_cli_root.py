@@ -122,3 +122,26 @@ def test_a_run_imports_only_its_commands_module() -> None:
         assert "skyc.cli.cmd_plan" in out.stdout and "skyc.cli.cmd_jobs" in out.stdout
     out = _skyc("jobs", "--help")  # a group registered with add_typer
     assert out.returncode == 0 and "launch" in out.stdout
+
+
+_EXIT_DRIVER = """
+import atexit, gc, sys
+atexit.register(lambda: print(f"atexit ran; frozen {gc.get_freeze_count()}", file=sys.stderr))
+sys.argv = ["skyc", *sys.argv[1:]]
+from skyc.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("args", "code"), [(("--version",), 0), (("validate", "missing.yaml"), 1),
+                                           (("no-such-command",), 2)])
+def test_the_exit_keeps_its_code_and_hooks_and_skips_the_last_collections(
+        tmp_path: Path, args: tuple[str, ...], code: int) -> None:
+    """Every way out of a command: its exit code; atexit hooks run; the objects alive at
+    the end are left out of the interpreter's last garbage collections (frozen)."""
+    env = {**os.environ, "SKYC_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-c", _EXIT_DRIVER, *args], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path, env=env)
+    assert out.returncode == code, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("atexit ran; frozen ") and int(last.split()[-1]) > 10_000, last
