@@ -35,11 +35,14 @@ class Quiet:
 
 
 def tree_digest(root: Path) -> str:
-    """Every path under ``root`` with its bytes and mode."""
+    """Every path under ``root`` with its bytes and mode; not ``cache/`` (derived data,
+    such as the catalog's decoded copy, which any command may write)."""
     h = hashlib.sha256()
     if not root.exists():
         return "absent"
     for path in sorted(root.rglob("*")):
+        if path.relative_to(root).parts[0] == "cache":
+            continue
         h.update(str(path.relative_to(root)).encode() + b"\0")
         h.update(oct(path.stat().st_mode).encode())
         if path.is_file():
