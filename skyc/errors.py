@@ -15,8 +15,8 @@ The tree::
     │                               and the nearest offers
     ├── UnsupportedFeature          valid input that skyc (or one target) cannot do yet
     ├── ProvisionError              a cloud refused to create a resource;
-    │                               .code, .scope (zone|region|cloud), .retryable,
-    │                               .location (cloud/region/zone it happened in)
+    │                               .code, .scope (placement|zone|region|cloud),
+    │                               .retryable, .location (where it happened)
     ├── EngineError                 the IaC engine (terraform, tofu, pulumi) failed or
     │                               is missing, for a reason other than provisioning
     ├── StateError                  the local state database or a cluster lock
@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Scope = Literal["zone", "region", "cloud"]
+Scope = Literal["placement", "zone", "region", "cloud"]
 
 
 class SkycError(Exception):
@@ -112,8 +112,10 @@ class ProvisionError(SkycError):
     """A cloud refused to create a resource (capacity, quota, auth, bad parameter).
 
     ``scope`` says what to block before retrying elsewhere: the ``zone``, the
-    ``region`` or the whole ``cloud``. ``retryable`` is False for errors that
-    another placement cannot fix (bad parameters, auth).
+    ``region`` or the whole ``cloud``; ``placement`` is a transient error (throttling,
+    a resource just created not yet visible to the next call), for which the same
+    placement is tried again before it is passed over. ``retryable`` is False for
+    errors that another placement cannot fix (bad parameters, auth).
     """
 
     def __init__(self, message: str, failure: ProvisionFailure, *, hint: str | None = None) -> None:

@@ -7,6 +7,7 @@ The loop (see DESIGN.md's pipeline)::
     except ProvisionError e:
         cleanup(placement)              # destroy what the attempt created
         if not e.retryable: stop        # bad parameters, auth
+        if e is transient and tried it less than twice: same placement again
         blocked += scope of e at placement
         placement = next best ...
 
@@ -44,6 +45,10 @@ class FailoverPolicy:
     retry_until_up: bool = False
     backoff_s: float = 5.0       # between full cycles when retrying until up
     backoff_max_s: float = 300.0
+    # A transient error (scope "placement": throttling, eventual consistency): the same
+    # placement again, this many times, after transient_backoff_s x the try's number.
+    transient_retries: int = 2
+    transient_backoff_s: float = 3.0
 
 
 @dataclass
@@ -62,7 +67,8 @@ class FailoverExhausted(SkycError):
 
 
 def blocked_scope(placement: Placement, error: ProvisionError) -> Blocked:
-    """The part of the world a failure at ``placement`` rules out."""
+    """The part of the world a failure at ``placement`` rules out (a transient error
+    that kept coming back: the zone)."""
     if error.scope == "cloud":
         return Blocked(cloud=placement.cloud)
     if error.scope == "region" or not placement.zone:
@@ -101,6 +107,7 @@ def provision_with_failover(
     blocked: list[Blocked] = []
     placement = first
     backoff = policy.backoff_s
+    again = 0  # transient errors in a row at this placement
     while True:
         t0 = clock()
         try:
@@ -113,6 +120,15 @@ def provision_with_failover(
                 if on_attempt:
                     on_attempt(attempt, None)
                 raise
+            if (exc.scope == "placement" and again < policy.transient_retries
+                    and len(attempts) < policy.max_attempts
+                    and clock() - start < policy.timeout_s):
+                again += 1
+                if on_attempt:
+                    on_attempt(attempt, placement)
+                sleep(policy.transient_backoff_s * again)
+                continue
+            again = 0
             scope = blocked_scope(placement, exc)
             if scope not in blocked:
                 blocked.append(scope)

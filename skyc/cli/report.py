@@ -54,7 +54,9 @@ class ConsoleReporter:
         if attempt.error is None:
             return
         text = f"{describe_attempt(attempt.placement)}: {attempt.error}"
-        if next_placement is not None:
+        if next_placement is attempt.placement:
+            text += " (transient) -> trying it again"
+        elif next_placement is not None:
             where = describe_attempt(next_placement).split(" ", 1)[-1]
             text += f" -> trying {where}"
         err_console.print(f"[yellow]failover:[/] {escape(text)}")

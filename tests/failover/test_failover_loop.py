@@ -172,3 +172,45 @@ def test_a_failing_cleanup_reports_both_errors() -> None:
     assert "InsufficientInstanceCapacity" in text and "DependencyViolation" in text
     assert caught.value.hint == "see log"
     assert isinstance(caught.value.__cause__, EngineError)
+
+
+def test_a_transient_error_tries_the_same_placement_again() -> None:
+    """Throttling or eventual consistency: the same placement again (after cleaning up
+    and a growing pause), then up there."""
+    tried: list[str | None] = []
+    cleaned: list[str | None] = []
+    pauses: list[float] = []
+
+    def provision(p: Placement) -> str:
+        tried.append(p.zone)
+        if len(tried) <= 2:
+            raise _error("InvalidPermission.NotFound", "placement")
+        return f"up in {p.zone}"
+
+    seen: list[tuple[str | None, str | None]] = []
+    result = provision_with_failover(
+        _next([]), provision=provision, cleanup=lambda p: cleaned.append(p.zone),
+        next_placement=_next, sleep=pauses.append,
+        on_attempt=lambda a, nxt: seen.append((a.error, nxt.zone if nxt else None)),
+    )
+    assert result.value == "up in use1-az1"
+    assert tried == ["use1-az1"] * 3 and cleaned == ["use1-az1"] * 2
+    assert pauses == [3.0, 6.0]
+    assert seen == [("InvalidPermission.NotFound", "use1-az1")] * 2 + [(None, None)]
+
+
+def test_a_transient_error_that_keeps_coming_back_passes_the_zone_over() -> None:
+    tried: list[str | None] = []
+
+    def provision(p: Placement) -> str:
+        tried.append(p.zone)
+        if p.zone == "use1-az1":
+            raise _error("RequestLimitExceeded", "placement")
+        return "ok"
+
+    result = provision_with_failover(
+        _next([]), provision=provision, cleanup=lambda p: None, next_placement=_next,
+        sleep=lambda s: None, policy=FailoverPolicy(transient_retries=2),
+    )
+    assert tried == ["use1-az1"] * 3 + ["use1-az2"]
+    assert result.placement.zone == "use1-az2"

@@ -34,6 +34,26 @@ _CODES: dict[str, tuple[Scope, bool]] = {
     "ExpiredToken": ("cloud", False),
     "MissingParameter": ("cloud", False),
     "ValidationError": ("cloud", False),
+    # Transient: the same placement again. EC2 throttles bursts of calls, and it is
+    # eventually consistent: a resource the stack has just created may be "not found"
+    # by the next call (revoking a new security group's default egress rule, tagging a
+    # new instance). A missing image or key pair is not transient: see _rule.
+    "RequestLimitExceeded": ("placement", True),
+    "Throttling": ("placement", True),
+    "ThrottlingException": ("placement", True),
+    "InternalError": ("placement", True),
+    "InternalFailure": ("placement", True),
+    "ServiceUnavailable": ("placement", True),
+    "Unavailable": ("placement", True),
+    "InvalidGroup.NotFound": ("placement", True),
+    "InvalidPermission.NotFound": ("placement", True),
+    "InvalidInstanceID.NotFound": ("placement", True),
+    "InvalidSubnetID.NotFound": ("placement", True),
+    "InvalidVpcID.NotFound": ("placement", True),
+    "InvalidRouteTableID.NotFound": ("placement", True),
+    "InvalidInternetGatewayID.NotFound": ("placement", True),
+    "InvalidNetworkInterfaceID.NotFound": ("placement", True),
+    "InvalidVolume.NotFound": ("placement", True),
 }
 
 _API_ERROR = re.compile(r"api error ([A-Za-z][\w.]*)")
