@@ -20,9 +20,10 @@ fi
 python3 -m pip install -q -e '.[test,pulumi]'
 python3 -m ruff check skyc tests benchmarks scripts
 python3 -m mypy --strict skyc
-# Tests that drive terraform's AWS provider against moto spend most of their time
-# waiting on the provider's polling: they run four at a time (those sharing the
-# stand-in VMs, marked xdist_group("stand-in-vms"), in one worker one after another).
-# The rest (sshd on fixed loopback addresses, local clusters) run in one process.
-python3 -m pytest -q -m "not aws" "$@"
+# The tests run two at a time (each sshd node on a free port, each node user named for
+# its test process). Those that drive terraform's AWS provider against moto spend most
+# of their time waiting on the provider's polling: they run four at a time (those
+# sharing the stand-in VMs, marked xdist_group("stand-in-vms"), in one worker one after
+# another).
+python3 -m pytest -q -m "not aws" -n 2 --dist loadgroup "$@"
 python3 -m pytest -q -m aws -n 4 --dist loadgroup "$@"

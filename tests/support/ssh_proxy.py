@@ -194,8 +194,9 @@ class StandIns:
         self.state.mkdir(parents=True, exist_ok=True)
         if user_exists(self.user):  # its home is wiped on every termination: not ours
             raise RuntimeError(f"user {self.user} exists already; stand-ins need their own")
-        subprocess.run(["useradd", "-m", "-d", str(self.home), "-s", "/bin/bash",
-                        self.user], check=True)
+        from tests.support.sshd import add_user  # not at the top: the proxy process
+
+        add_user(self.user, self.home)
         self.made_user = True
         subprocess.run(["usermod", "-p", "*", self.user], check=True)
         self._fresh_home()

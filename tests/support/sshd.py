@@ -36,6 +36,20 @@ def sshd_unavailable() -> str | None:
     return None
 
 
+def add_user(user: str, home: Path) -> None:
+    """``useradd``, again while another test process holds /etc/passwd's lock (the
+    suite runs in two processes)."""
+    for _ in range(50):
+        done = subprocess.run(["useradd", "-m", "-d", str(home), "-s", "/bin/bash", user],
+                              capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            return
+        if "lock" not in done.stderr:
+            break
+        time.sleep(0.2)
+    raise RuntimeError(f"useradd {user}: {done.stderr.strip()}")
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -112,8 +126,7 @@ class SshdCluster:
             host = f"127.0.0.{2 + i}"
             user = f"{self.tag}n{i}"
             home = self.home_root / user
-            subprocess.run(["useradd", "-m", "-d", str(home), "-s", "/bin/bash", user],
-                           check=True)
+            add_user(user, home)
             subprocess.run(["usermod", "-p", "*", user], check=True)
             uid = int(subprocess.run(["id", "-u", user], capture_output=True, text=True,
                                      check=True).stdout)
