@@ -58,24 +58,18 @@ class ClusterSession:
     def head(self) -> NodeAgent:
         return self.agents[0]
 
-    async def open(self, timeout: float, *, facts: bool = False,
-                   probes: Mapping[str, str] | None = None) -> None:
+    async def open(self, timeout: float, *, facts: bool = False) -> None:
         """Connect to every node (retrying up to ``timeout`` s) and make sure the agent is
-        there; with ``facts``, also collect each node's facts (accelerators, Python).
-        ``probes``: shell commands each node answers in the same round trip (see
-        :meth:`NodeAgent.ensure`)."""
+        there; with ``facts``, also collect each node's facts (accelerators, Python)."""
         async def one(agent: NodeAgent) -> None:
             await agent.transport.connect(timeout)
             if facts:
                 self.facts[agent.name] = await agent.facts()
             else:
-                await agent.ensure(probes)
+                await agent.ensure()
 
         results = await asyncio.gather(*(one(a) for a in self.agents), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await self.close()
-            raise errors[0]
+        await self._raise_first(results)
 
     async def connect(self, timeout: float) -> None:
         """Connect to every node (retrying up to ``timeout`` s); see :meth:`ensure`."""
