@@ -870,20 +870,20 @@ FLAG = "flag"
 COMMANDS: dict[str, tuple[Any, tuple[tuple[str, Any], ...],
                           dict[str, tuple[str, Any, Any]]]] = {
     "version": (lambda a: print(VERSION) or 0, (), {}),
-    "facts": (lambda a: cmd_facts(a), (), {}),
-    "run": (lambda a: cmd_run(a), (("job", int), ("phase", PHASES)), {
+    "facts": (cmd_facts, (), {}),
+    "run": (cmd_run, (("job", int), ("phase", PHASES)), {
         "--follow": ("follow", FLAG, False), "--setup-hash": ("setup_hash", str, ""),
         "--force": ("force", FLAG, False)}),
-    "tail": (lambda a: cmd_tail(a), (("job", int),), {
+    "tail": (cmd_tail, (("job", int),), {
         "--phase": ("phase", (*PHASES, "all"), "all"), "--follow": ("follow", FLAG, False)}),
-    "cancel": (lambda a: cmd_cancel(a), (("job", int),), {
+    "cancel": (cmd_cancel, (("job", int),), {
         "--reason": ("reason", ("user", "peer", "abort"), "user")}),
-    "stop-all": (lambda a: cmd_stop_all(a), (), {}),
-    "status": (lambda a: cmd_status(a), (), {"--job": ("job", int, None)}),
-    "autostop": (lambda a: cmd_autostop(a), (("action", ("set", "cancel", "status", "watch")),),
+    "stop-all": (cmd_stop_all, (), {}),
+    "status": (cmd_status, (), {"--job": ("job", int, None)}),
+    "autostop": (cmd_autostop, (("action", ("set", "cancel", "status", "watch")),),
                  {"--id": ("id", str, "")}),
-    "sync-manifest": (lambda a: cmd_sync_manifest(a), (("target", str),), {}),
-    "sync-apply": (lambda a: cmd_sync_apply(a), (("target", str),), {}),
+    "sync-manifest": (cmd_sync_manifest, (("target", str),), {}),
+    "sync-apply": (cmd_sync_apply, (("target", str),), {}),
 }
 
 
@@ -941,7 +941,7 @@ class Args:
     def __init__(self, values: dict[str, Any]) -> None:
         self.__dict__.update(values)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # for type checkers: any attribute
         raise AttributeError(name)
 
 
