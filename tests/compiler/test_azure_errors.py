@@ -170,8 +170,18 @@ def test_operation_not_allowed_without_a_quota_is_not_retried() -> None:
 
 
 def test_unknown_codes_are_left_unclassified() -> None:
-    text = 'Status=500 Code="InternalServerError" Message="An internal error occurred."'
+    text = 'Status=409 Code="SomethingNewInArm" Message="A condition skyc does not know."'
     assert classify([_diag(text)], ON_DEMAND) is None
+
+
+@pytest.mark.parametrize("code", ["TooManyRequests", "InternalServerError", "RetryableError",
+                                  "ServiceUnavailable"])
+def test_throttling_and_server_errors_try_the_same_placement_again(code: str) -> None:
+    # The shape ARM's errors reach the engines in (azure-native's Code="..." form).
+    text = f'Status=500 Code="{code}" Message="Please retry the request."'
+    error = classify([_diag(text)], ON_DEMAND)
+    assert error is not None and error.code == code
+    assert (error.scope, error.retryable) == ("placement", True)
 
 
 def test_codes_and_messages_are_read_from_every_shape() -> None:

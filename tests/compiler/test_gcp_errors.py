@@ -145,3 +145,19 @@ def test_without_placement_and_address_the_urn_comes_from_the_text() -> None:
 def test_codes_in_other_shapes(text: str, code: str) -> None:
     error = classify([Diagnostic(engine="pulumi", summary=text)], PLACEMENT)
     assert error is not None and error.code == code
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("Error creating instance: googleapi: Error 403: Rate Limit Exceeded, rateLimitExceeded",
+     "RATE_LIMITED"),
+    ("Error creating instance: googleapi: Error 429: Quota exceeded for quota metric "
+     "'Queries' and limit 'Queries per minute', userRateLimitExceeded", "RATE_LIMITED"),
+    ("Error creating instance: googleapi: Error 503: Internal error. Please try again or "
+     "contact Google Support., backendError", "BACKEND_ERROR"),
+])
+def test_rate_limits_and_server_errors_try_the_same_placement_again(text: str,
+                                                                    code: str) -> None:
+    # The provider's form of the API's errors (``googleapi: Error <status>: ..., <reason>``).
+    error = classify([Diagnostic(engine="terraform", summary=text)], PLACEMENT)
+    assert error is not None and error.code == code
+    assert (error.scope, error.retryable) == ("placement", True)

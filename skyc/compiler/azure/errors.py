@@ -23,6 +23,7 @@ SpotPriceGreaterThanProvidedMaxPrice        region       yes
 QuotaExceeded / OperationNotAllowed quota   region       yes       (family, regional or spot vCPUs)
 AzureSpotIsNotSupportedForThisVMSize        cloud        yes       (the size has no spot anywhere)
 AzureSpotFeatureNotEnabledForSubscription   cloud        yes
+TooManyRequests, RetryableError, 5xx codes  placement    yes       (the same placement again)
 auth, subscription, registration            cloud        no        (the hint says the fix)
 bad parameters (image, size, template)      cloud        no
 ==========================================  ===========  =========
@@ -162,6 +163,11 @@ def _quota_rule(code: str, text: str, region: str) -> _Rule | None:
     return None
 
 
+# Transient: the same placement again (ARM's throttling and its retryable server errors).
+_TRANSIENT = frozenset({"TooManyRequests", "RetryableError", "InternalServerError",
+                        "ServiceUnavailable", "GatewayTimeout", "InternalOperationError"})
+
+
 def _rule(code: str, text: str, placement: Placement | None) -> _Rule | None:
     spot = bool(placement and placement.use_spot)
     zonal = bool(placement and placement.zone)
@@ -202,6 +208,8 @@ def _rule(code: str, text: str, placement: Placement | None) -> _Rule | None:
         return _Rule("cloud", False, "marketplace image refused",
                      "accept the image's terms once: `az vm image terms accept --urn "
                      "<publisher:offer:sku:version>`, or choose another image_id")
+    if code in _TRANSIENT:
+        return _Rule("placement", True, "throttled or a server error")
     if code in _BAD_REQUEST or code.startswith("Invalid"):
         return _Rule("cloud", False, "the request was refused", _BAD_REQUEST_HINT)
     return None

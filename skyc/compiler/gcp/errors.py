@@ -30,6 +30,7 @@ quota ``... globally`` (GPUS_ALL_REGIONS, ...)  cloud        yes
 API not enabled                                 cloud        no   (hint: gcloud services enable)
 permission denied                               cloud        no   (hint: the role to grant)
 no or expired credentials                       cloud        no   (hint: gcloud auth)
+rate limit, server error (429, 5xx)             placement    yes  (the same placement again)
 other bad requests (image, disk, field value)   cloud        no
 ==============================================  ===========  =========
 """
@@ -127,6 +128,14 @@ _QUOTA_HINT = ("request more quota: https://console.cloud.google.com/iam-admin/q
                "the PREEMPTIBLE_ ones)")
 
 
+# Transient: the same placement again. The API's rate limits (403 or 429 with reason
+# rateLimitExceeded / userRateLimitExceeded) and its server errors (500, 502, 503,
+# backendError, internalError).
+_TRANSIENT = re.compile(
+    r"\b(?:userRateLimitExceeded|rateLimitExceeded|backendError|internalError)\b"
+    r"|googleapi: Error (?:429|500|502|503|504)\b")
+
+
 def _rule(text: str) -> tuple[_Rule, str] | None:
     """The rule for one diagnostic's text, and a few words of what GCP said."""
     api = _SERVICE_DISABLED.search(text)
@@ -164,6 +173,11 @@ def _rule(text: str) -> tuple[_Rule, str] | None:
         return _Rule(code, "zone", True), "the zone is out of resources"
     if any(p.search(text) for p in _NOT_IN_ZONE):
         return _Rule("RESOURCE_NOT_FOUND", "zone", True), "the type is not offered in the zone"
+    transient = _TRANSIENT.search(text)
+    if transient:
+        limited = "ate" in transient.group(0) or "429" in transient.group(0)
+        return (_Rule("RATE_LIMITED", "placement", True), "the API's rate limit") if limited \
+            else (_Rule("BACKEND_ERROR", "placement", True), "a server error of the API")
     if _BAD_REQUEST.search(text):
         return _Rule("INVALID", "cloud", False,
                      "the request itself was refused: check image_id, disk_size, the instance "
