@@ -243,6 +243,34 @@ def set_power(
         raise
 
 
+# A destroy that meets a transient error (throttling; a rule or instance the cloud
+# does not list yet or any more) runs again: destroying is idempotent, and the next run
+# refreshes what is left. After these pauses (s), the error is the user's to see.
+DESTROY_RETRY_PAUSES_S = (3.0, 6.0)
+
+
+def _destroy(cluster: str, engine: Engine, progress: ProgressCallback | None) -> None:
+    import time
+
+    for pause in (*DESTROY_RETRY_PAUSES_S, None):
+        try:
+            engine.destroy(progress)
+            return
+        except ApplyFailed as exc:
+            if pause is None or not _transient(cluster, exc):
+                raise
+            time.sleep(pause)
+
+
+def _transient(cluster: str, exc: ApplyFailed) -> bool:
+    try:
+        placement, _ = recorded_request(cluster)
+    except StateError:
+        return False
+    error = classify_error(placement.cloud, exc.diagnostics, placement=placement)
+    return error is not None and error.scope == "placement"
+
+
 def destroy_attempt(cluster: str, progress: ProgressCallback | None = None) -> None:
     """Destroy what a failed provisioning attempt created, keeping the workspace.
 
@@ -253,7 +281,7 @@ def destroy_attempt(cluster: str, progress: ProgressCallback | None = None) -> N
     engine = stack_engine(workspace)
     if engine is None:
         return
-    open_engine(engine, workspace).destroy(progress)
+    _destroy(cluster, open_engine(engine, workspace), progress)
     (workspace / CLUSTER_FILE).unlink(missing_ok=True)
 
 
@@ -266,7 +294,7 @@ def teardown(cluster: str, progress: ProgressCallback | None = None) -> None:
             shutil.rmtree(workspace)
             return
         raise ConfigError(f"no cluster named {cluster!r} (nothing in {workspace})")
-    open_engine(engine, workspace).destroy(progress)
+    _destroy(cluster, open_engine(engine, workspace), progress)
     for path in workspace.iterdir():
         if path.name == "logs":
             continue
