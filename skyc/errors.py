@@ -134,6 +134,11 @@ class ProvisionError(SkycError):
     def retryable(self) -> bool:
         return self.failure.retryable
 
+    @property
+    def transient(self) -> bool:
+        """Throttling or eventual consistency: the same request may work in a moment."""
+        return self.failure.scope == "placement"
+
 
 class EngineError(SkycError):
     """The IaC engine failed, or is not installed."""

@@ -120,7 +120,7 @@ def provision_with_failover(
                 if on_attempt:
                     on_attempt(attempt, None)
                 raise
-            if (exc.scope == "placement" and again < policy.transient_retries
+            if (exc.transient and again < policy.transient_retries
                     and len(attempts) < policy.max_attempts
                     and clock() - start < policy.timeout_s):
                 again += 1

@@ -28,7 +28,7 @@ from skyc.compiler import (
     workspace_values,
 )
 from skyc.config import SkycConfig, load_config
-from skyc.errors import ConfigError, StateError
+from skyc.errors import ConfigError, ProvisionError, StateError
 from skyc.nodes import CLUSTER_FILE, ClusterInfo
 from skyc.optimizer.plan import Placement
 from skyc.stacks.engine import ApplyFailed, Engine, ProgressCallback, StackDiff
@@ -267,8 +267,8 @@ def _transient(cluster: str, exc: ApplyFailed) -> bool:
         placement, _ = recorded_request(cluster)
     except StateError:
         return False
-    error = classify_error(placement.cloud, exc.diagnostics, placement=placement)
-    return error is not None and error.scope == "placement"
+    error = _classified(exc, placement)
+    return isinstance(error, ProvisionError) and error.transient
 
 
 def destroy_attempt(cluster: str, progress: ProgressCallback | None = None) -> None:

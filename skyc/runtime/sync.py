@@ -300,8 +300,9 @@ async def remote_state(agent: NodeAgent, target: str, suffix: str) -> str:
 
 
 def id_probes(targets: list[str]) -> dict[str, str]:
-    """For :meth:`ClusterSession.open`: the commands that print each target's tree id, so
-    that connecting to a node also learns what it holds (:func:`sync_tree` uses it)."""
+    """For :meth:`ClusterSession.ensure`: the commands that print each target's tree id,
+    so that checking the agent also learns what the node holds (:func:`sync_tree` uses
+    it)."""
     return {_probe_name(t): _remote_state_command(t, "id") for t in targets}
 
 

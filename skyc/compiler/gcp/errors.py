@@ -131,9 +131,10 @@ _QUOTA_HINT = ("request more quota: https://console.cloud.google.com/iam-admin/q
 # Transient: the same placement again. The API's rate limits (403 or 429 with reason
 # rateLimitExceeded / userRateLimitExceeded) and its server errors (500, 502, 503,
 # backendError, internalError).
-_TRANSIENT = re.compile(
-    r"\b(?:userRateLimitExceeded|rateLimitExceeded|backendError|internalError)\b"
-    r"|googleapi: Error (?:429|500|502|503|504)\b")
+_RATE_LIMITED = re.compile(
+    r"\b(?:userRateLimitExceeded|rateLimitExceeded)\b|googleapi: Error 429\b")
+_SERVER_ERROR = re.compile(
+    r"\b(?:backendError|internalError)\b|googleapi: Error (?:500|502|503|504)\b")
 
 
 def _rule(text: str) -> tuple[_Rule, str] | None:
@@ -173,11 +174,10 @@ def _rule(text: str) -> tuple[_Rule, str] | None:
         return _Rule(code, "zone", True), "the zone is out of resources"
     if any(p.search(text) for p in _NOT_IN_ZONE):
         return _Rule("RESOURCE_NOT_FOUND", "zone", True), "the type is not offered in the zone"
-    transient = _TRANSIENT.search(text)
-    if transient:
-        limited = "ate" in transient.group(0) or "429" in transient.group(0)
-        return (_Rule("RATE_LIMITED", "placement", True), "the API's rate limit") if limited \
-            else (_Rule("BACKEND_ERROR", "placement", True), "a server error of the API")
+    if _RATE_LIMITED.search(text):
+        return _Rule("RATE_LIMITED", "placement", True), "the API's rate limit"
+    if _SERVER_ERROR.search(text):
+        return _Rule("BACKEND_ERROR", "placement", True), "a server error of the API"
     if _BAD_REQUEST.search(text):
         return _Rule("INVALID", "cloud", False,
                      "the request itself was refused: check image_id, disk_size, the instance "
