@@ -85,6 +85,83 @@ def test_cancel_kills_the_whole_process_tree(python: str, tmp_path: Path) -> Non
     assert json.loads(run_agent(python, tmp_path, "status").stdout)[0]["status"] == "CANCELLED"
 
 
+@pytest.mark.parametrize("python", PYTHONS)
+def test_the_phase_starts_as_a_shell_would_start_it(python: str, tmp_path: Path) -> None:
+    # The supervisor forks and execs bash itself (no subprocess): the phase must still
+    # lead its own session, start in the spec's directory with stdin from /dev/null, get
+    # the default SIGPIPE (Python ignores it; `yes | head` then ends yes by the signal,
+    # 141, not by a write error) and inherit no descriptor but 0, 1 and 2 (and bash's
+    # own 255 on its script).
+    (tmp_path / "work").mkdir()
+    command = "\n".join([
+        'echo "sid=$(ps -o sid= -p $$ | tr -d \' \') pid=$$"',
+        'echo "cwd=$PWD"',
+        'echo "stdin=$(readlink /proc/$$/fd/0)"',
+        'yes | head -n 1 >/dev/null; echo "yes=${PIPESTATUS[0]}"',
+        'ls /proc/$$/fd > ../fds.txt',  # not in $(...): its pipe would be one more
+    ])
+    payload = {"command": command, "cwd": str(tmp_path / "work")}
+    out = run_agent(python, tmp_path, "run", "3", "run", "--follow",
+                    stdin=json.dumps(payload))
+    assert trailer(out) == 0, out.stderr
+    lines = dict(line.split("=", 1) for line in out.stdout.split("\n") if "=" in line)
+    sid, pid = (part.split("=")[1] for part in out.stdout.splitlines()[0].split())
+    assert sid == pid
+    assert lines["cwd"] == str(tmp_path / "work")
+    assert lines["stdin"] == "/dev/null"
+    assert lines["yes"] == "141"
+    fds = sorted(int(fd) for fd in (tmp_path / "fds.txt").read_text().split())
+    assert fds == [0, 1, 2, 255]
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_a_phase_ended_by_a_signal_and_one_that_cannot_start(python: str,
+                                                             tmp_path: Path) -> None:
+    out = run_agent(python, tmp_path, "run", "4", "run", "--follow",
+                    stdin=json.dumps({"command": "echo started; kill -TERM $$"}))
+    assert trailer(out) == 143
+    assert out.stdout == "started\n"
+    # one environment value over the kernel's limit: execve fails with E2BIG, and the
+    # phase fails with 126 and says why in its log
+    payload = {"command": "echo never", "env": {"BIG": "x" * (agent.MAX_ARG_STRLEN + 1)}}
+    out = run_agent(python, tmp_path, "run", "5", "run", "--follow", stdin=json.dumps(payload))
+    assert trailer(out) == 126
+    assert "skyc: cannot start run: [Errno 7] Argument list too long: 'bash'" in out.stdout
+    assert "never" not in out.stdout
+    status = json.loads(run_agent(python, tmp_path, "status", "--job", "5").stdout)
+    assert status[0]["status"] == "FAILED" and status[0]["exit_code"] == 126
+
+
+_WITHOUT = """
+import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in sys.argv[1].split(","):
+            raise ImportError("the agent imported " + name)
+sys.meta_path.insert(0, Refuse())
+sys.path.insert(0, sys.argv[2])
+import agent
+sys.exit(agent.main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_a_phase_starts_without_the_modules_only_other_commands_use(python: str,
+                                                                    tmp_path: Path) -> None:
+    # What keeps a phase's start short: a process that cannot import these (the
+    # supervisor is a fork of it, so it cannot either) still runs the phase. The
+    # supervisor turns an ImportError into exit 255.
+    refused = "subprocess,argparse,shutil,tarfile,uuid,typing"
+    payload = {"command": "echo ran", "env": {"SKYPILOT_NUM_GPUS_PER_NODE": "1"}}
+    out = subprocess.run(
+        [python, "-S", "-c", _WITHOUT, refused, str(Path(agent.__file__).parent),
+         "run", "1", "run", "--follow"], input=json.dumps(payload), text=True,
+        capture_output=True, env={**os.environ, "HOME": str(tmp_path)}, timeout=60,
+        check=False)
+    assert trailer(out) == 0, out.stderr
+    assert out.stdout == "ran\n"
+
+
 def test_setup_skipped_when_hash_recorded(tmp_path: Path) -> None:
     payload = json.dumps({"command": "echo setting-up"})
     first = run_agent(sys.executable, tmp_path, "run", "1", "setup", "--follow",
