@@ -205,12 +205,7 @@ def _start_detached(argv: list[str], cwd: str, env: dict[str, str], out_fd: int)
         finally:
             os._exit(127)
     os.close(err_w)
-    report = b""
-    while True:
-        chunk = os.read(err_r, 64)
-        if not chunk:
-            break
-        report += chunk
+    report = os.read(err_r, 64)  # empty once the exec closes the pipe: it succeeded
     os.close(err_r)
     if report:
         os.waitpid(pid, 0)
@@ -221,12 +216,7 @@ def _start_detached(argv: list[str], cwd: str, env: dict[str, str], out_fd: int)
 
 def _wait_code(pid: int) -> int:
     """A child's exit code; 128+N when signal N ended it (as a shell reports it)."""
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:  # pragma: no cover - PEP 475 retries on its own
-            continue
+    _, status = os.waitpid(pid, 0)  # retried on EINTR by Python itself (PEP 475)
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status)
     return os.WEXITSTATUS(status)
@@ -277,8 +267,7 @@ def _spawn_supervisor(job_id: int, phase: str, spec: dict[str, Any]) -> None:
             _write_atomic(os.path.join(d, phase + ".pgid"), str(pid))
             os.write(ready_w, b"x")
             os.close(ready_w)
-            rc = _wait_code(pid)
-        code = rc
+            code = _wait_code(pid)
     except OSError:
         pass
     finally:

@@ -152,7 +152,7 @@ def test_a_phase_starts_without_the_modules_only_other_commands_use(python: str,
     # supervisor is a fork of it, so it cannot either) still runs the phase. The
     # supervisor turns an ImportError into exit 255.
     refused = "subprocess,argparse,shutil,tarfile,uuid,typing"
-    payload = {"command": "echo ran", "env": {"SKYPILOT_NUM_GPUS_PER_NODE": "1"}}
+    payload = {"command": "echo ran"}
     out = subprocess.run(
         [python, "-S", "-c", _WITHOUT, refused, str(Path(agent.__file__).parent),
          "run", "1", "run", "--follow"], input=json.dumps(payload), text=True,
