@@ -173,12 +173,11 @@ async def _stages(session: ClusterSession, spec: JobSpec, job_id: int, log: JobL
               setup_hash: str = "") -> Callable[[NodeAgent], Awaitable[int]]:
         async def start(agent: NodeAgent) -> int:
             env = node_env(cluster, agent.transport.node, spec, task_id, name)
-            payload = {"command": command, "env": env, "cwd": cwd}
             node = agent.transport.node
             out = log.sink(agent.name, agent.label, name, node_phase_log(node, job_id, name))
             try:
                 return await agent.run_phase(
-                    job_id, name, payload, follow=follow, setup_hash=setup_hash,
+                    job_id, name, command, env, cwd, follow=follow, setup_hash=setup_hash,
                     force=rerun_setup, on_stdout=out.feed)
             finally:
                 out.flush()

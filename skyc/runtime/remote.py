@@ -183,11 +183,12 @@ class NodeAgent:
         raise RuntimeAgentError(f"node {self.name}: cannot allocate a job id: "
                                 f"{res.stderr.decode(errors='replace').strip()}")
 
-    async def run_phase(self, job_id: int, phase: str, payload: dict[str, Any], *,
-                        follow: bool, on_stdout: OutputSink,
+    async def run_phase(self, job_id: int, phase: str, command: str, env: dict[str, str],
+                        cwd: str, *, follow: bool, on_stdout: OutputSink,
                         setup_hash: str = "", force: bool = False) -> int:
-        """Start a phase (its script and environment travel on stdin); with follow,
-        stream its output (bytes) to its end. Returns the phase's exit code."""
+        """Start a phase in ``cwd`` on the node (its script and environment travel on
+        stdin); with follow, stream its output (bytes) to its end. Returns the phase's
+        exit code."""
         args = f"run {job_id} {phase}"
         if follow:
             args += " --follow"
@@ -195,7 +196,8 @@ class NodeAgent:
             args += f" --setup-hash {setup_hash}"
         if force:
             args += " --force"
-        code, _ = await self._streaming(args, json.dumps(payload).encode(), on_stdout, phase)
+        spec = agent_module.encode_run_spec(command, env, cwd)
+        code, _ = await self._streaming(args, spec, on_stdout, phase)
         return code
 
     async def tail(self, job_id: int, follow: bool,

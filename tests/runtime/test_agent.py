@@ -149,17 +149,60 @@ sys.exit(agent.main(sys.argv[3:]))
 def test_a_phase_starts_without_the_modules_only_other_commands_use(python: str,
                                                                     tmp_path: Path) -> None:
     # What keeps a phase's start short: a process that cannot import these (the
-    # supervisor is a fork of it, so it cannot either) still runs the phase. The
-    # supervisor turns an ImportError into exit 255.
-    refused = "subprocess,argparse,shutil,tarfile,uuid,typing"
-    payload = {"command": "echo ran"}
-    out = subprocess.run(
-        [python, "-S", "-c", _WITHOUT, refused, str(Path(agent.__file__).parent),
-         "run", "1", "run", "--follow"], input=json.dumps(payload), text=True,
-        capture_output=True, env={**os.environ, "HOME": str(tmp_path)}, timeout=60,
-        check=False)
-    assert trailer(out) == 0, out.stderr
-    assert out.stdout == "ran\n"
+    # supervisor is a fork of it, so it cannot either) still runs the phase, with the
+    # spec the client sends. The supervisor turns an ImportError into exit 255.
+    refused = ("subprocess,argparse,shutil,tarfile,uuid,typing,json,re,enum,signal,"
+               "contextlib,functools,collections")
+    spec = agent.encode_run_spec('echo "ran $NAME $SKYC_JOB_MARK"', {"NAME": "one"}, "~")
+
+    def run(job: str, refuse: str) -> str:
+        out = subprocess.run(
+            [python, "-S", "-c", _WITHOUT, refuse, str(Path(agent.__file__).parent),
+             "run", job, "run", "--follow"], input=spec, capture_output=True,
+            env={**os.environ, "HOME": str(tmp_path)}, timeout=60, check=False)
+        assert out.stderr.decode().endswith(f"{agent.EXIT_TRAILER} 0\n"), out.stderr
+        return out.stdout.decode()
+
+    first = run("1", refused)  # the node's token is computed once, with hashlib
+    saved = (tmp_path / ".skyc" / "token").read_text().split("\n")
+    assert saved[0] == str((tmp_path / ".skyc").resolve()) and len(saved[1]) == 16
+    assert first == f"ran one {saved[1]}/1\n"
+    # and read back from ~/.skyc/token after that
+    assert run("2", refused + ",hashlib") == f"ran one {saved[1]}/2\n"
+
+
+@pytest.mark.parametrize("fields", [
+    ("echo hi", {}, "~"),
+    ("printf '%s\\n' \"$A\"\nexit 3", {"A": "multi\nline: 12:34", "EMPTY": "",
+                                      "UNI": "\u00e9\u6f22", "ODD": "\udcff"}, "/tmp/x y"),
+])
+def test_the_run_spec_reads_back_what_the_client_wrote(
+        fields: tuple[str, dict[str, str], str]) -> None:
+    command, env, cwd = fields
+    spec = agent.decode_run_spec(agent.encode_run_spec(command, env, cwd))
+    assert spec == {"command": command, "env": env, "cwd": cwd}
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"", "0 fields"),
+    (b"1:~", "1 fields"),
+    (b"1:~4:echo1:A", "3 fields"),
+    (b"1:~9:echo", "the field at byte 3 is cut short"),
+    (b"1:~x:echo", "no field length at byte 3"),
+    (b"1:~4echo", "no field length at byte 3"),
+    (b'{"cwd": "~"}', "the JSON spec has no command"),
+])
+@pytest.mark.parametrize("python", PYTHONS)
+def test_a_run_spec_it_cannot_read_is_refused(python: str, tmp_path: Path, data: bytes,
+                                               message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        agent.decode_run_spec(data)
+    out = subprocess.run([python, "-S", agent.__file__, "run", "1", "run", "--follow"],
+                         input=data, capture_output=True, check=False, timeout=60,
+                         env={**os.environ, "HOME": str(tmp_path)})
+    assert out.returncode == 2
+    assert out.stderr.decode().startswith(f"skyc-agent: error: run: stdin: {message}")
+    assert not (tmp_path / ".skyc" / "jobs").exists()  # nothing was started
 
 
 def test_setup_skipped_when_hash_recorded(tmp_path: Path) -> None:
