@@ -67,6 +67,17 @@ def read_trailer(res: CommandResult, what: str, node: str) -> tuple[int, bool]:
         + (f": {detail}" if detail else ": the connection or the node was lost"))
 
 
+PROBE_VAR = "skyc_v"
+
+
+def read_probe(path: str, guard: str = "") -> str:
+    """A probe for :meth:`NodeAgent.ensure`: the first line of the file at the shell word
+    ``path`` (nothing when it is missing), read when the shell test ``guard`` holds.
+    Builtins only: asking forks no process."""
+    read = f'{{ IFS= read -r {PROBE_VAR} < {path}; }} 2>/dev/null'
+    return f"{guard} && {read}" if guard else read
+
+
 def _new_job_shell(name: str, num_nodes: int) -> str:
     """The shell that allocates the next job id on a head node and prints ``job_id=N``:
     ``mkdir`` is the atomic step. The highest id so far is found with the shell's own
@@ -110,20 +121,22 @@ class NodeAgent:
         """Upload the agent unless this version is already on the node; also learn the hash
         of the setup last run there. One plain shell command: no Python start-up.
 
-        ``probes`` (name -> shell command printing one line) ride along in that command:
-        their output is in :attr:`probed`, so a caller that needs a node's state (its
-        synced trees' ids) does not spend another round trip on it. ``new_job`` (name,
-        number of nodes), on the head: the job's id is allocated too (as
-        :meth:`new_job` does, in the same command when the agent is there) and
-        returned; None without it."""
+        ``probes`` (name -> shell command that leaves one line in ``$skyc_v``, such as
+        :func:`read_probe`) ride along in that command: their answers are in
+        :attr:`probed`, so a caller that needs a node's state (its synced trees' ids)
+        does not spend another round trip on it. ``new_job`` (name, number of nodes), on
+        the head: the job's id is allocated too (as :meth:`new_job` does, in the same
+        command when the agent is there) and returned; None without it. Files are read
+        with the shell's own ``read``: a ``$(cat ...)`` forked twice per file."""
         _, version = agent_source()
-        asks = "".join(f'echo "probe {i} $({command})"; '
+        asks = "".join(f'{PROBE_VAR}=; {command}; echo "probe {i} ${PROBE_VAR}"; '
                        for i, command in enumerate((probes or {}).values()))
         allocate = f" {_new_job_shell(*new_job)};" if new_job else ""
+        setup_hash = read_probe('"$HOME/.skyc/setup_hash"')
         res = await self.transport.run(
             f'if [ -f "$HOME/.skyc/{agent_module_name(version)}.py" ]; then echo present;'
             f'{allocate} fi; {asks}'
-            'echo "setup_hash=$(cat "$HOME/.skyc/setup_hash" 2>/dev/null)"; true', timeout=60)
+            f'{PROBE_VAR}=; {setup_hash}; echo "setup_hash=${PROBE_VAR}"; true', timeout=60)
         lines = res.stdout.decode("utf-8", "replace").splitlines()
         names = list(probes or {})
         self.setup_hash = ""

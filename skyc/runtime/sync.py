@@ -28,7 +28,7 @@ from typing import Any
 from skyc.errors import RuntimeAgentError
 from skyc.runtime.agent import SINGLE_FILE_MEMBER, sync_key
 from skyc.runtime.ignore import walk
-from skyc.runtime.remote import NodeAgent, parse_trailer
+from skyc.runtime.remote import NodeAgent, parse_trailer, read_probe
 
 Manifest = dict[str, list[Any]]
 CHUNK = 1 << 20
@@ -280,18 +280,24 @@ async def sync_to_node(agent: NodeAgent, source: Path, files: Manifest, target: 
     return (await sync_nodes([agent], source, files, target, cache))[0]
 
 
+def _target_word(target: str) -> str:
+    """The node's path of a sync target, as a shell word."""
+    if target == "~":
+        return '"$HOME"'
+    if target.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(target[2:])
+    if target.startswith("/"):
+        return shlex.quote(target)
+    return '"$HOME"/' + shlex.quote(target)
+
+
+def _state_file(target: str, suffix: str) -> str:
+    return f'"$HOME/.skyc/sync/{sync_key(target)}.{suffix}"'
+
+
 def _remote_state_command(target: str, suffix: str) -> str:
     """A shell command printing the node's sync state file for target (empty: none)."""
-    key = sync_key(target)
-    if target == "~":
-        path = '"$HOME"'
-    elif target.startswith("~/"):
-        path = '"$HOME"/' + shlex.quote(target[2:])
-    elif target.startswith("/"):
-        path = shlex.quote(target)
-    else:
-        path = '"$HOME"/' + shlex.quote(target)
-    return f'[ -e {path} ] && cat "$HOME/.skyc/sync/{key}.{suffix}" 2>/dev/null; true'
+    return f"[ -e {_target_word(target)} ] && cat {_state_file(target, suffix)} 2>/dev/null; true"
 
 
 async def remote_state(agent: NodeAgent, target: str, suffix: str) -> str:
@@ -303,7 +309,8 @@ def id_probes(targets: list[str]) -> dict[str, str]:
     """For :meth:`ClusterSession.ensure`: the commands that print each target's tree id,
     so that checking the agent also learns what the node holds (:func:`sync_tree` uses
     it)."""
-    return {_probe_name(t): _remote_state_command(t, "id") for t in targets}
+    return {_probe_name(t): read_probe(_state_file(t, "id"), f"[ -e {_target_word(t)} ]")
+            for t in targets}
 
 
 def _probe_name(target: str) -> str:

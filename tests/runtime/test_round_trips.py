@@ -6,6 +6,7 @@ agent runs from its compiled code."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,34 @@ def test_a_job_takes_one_command_per_node_before_its_run(
     for i in range(2):  # the agent is imported: the node's Python kept its compiled code
         cache = Path(local_cluster.nodes[i].node_dir or "") / ".skyc" / "__pycache__"
         assert list(cache.glob("agent_*.pyc")), cache
+
+
+def test_the_agent_check_runs_no_program(
+        tmp_path: Path, local_cluster: ClusterInfo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check that opens every job (the agent, the synced tree's id, the setup's hash)
+    reads its files with the shell's builtins: on a worker, where no id is allocated,
+    it answers the same with no program on PATH (each ``$(cat ...)`` was two forks)."""
+    workdir = tmp_path / "wd"
+    workdir.mkdir()
+    (workdir / "train.py").write_text("print('hi')\n")
+    spec = JobSpec(workdir=str(workdir), setup="echo set", run="echo ran")
+    assert run_job(local_cluster, spec).status == "SUCCEEDED"
+    seen = _count_commands(monkeypatch)
+    assert run_job(local_cluster, spec).status == "SUCCEEDED"
+    node = Path(local_cluster.nodes[1].node_dir or "")
+    (tree_id,) = [p.read_text().strip() for p in (node / ".skyc" / "sync").glob("*.id")]
+    setup_hash = (node / ".skyc" / "setup_hash").read_text().strip()
+    empty = tmp_path / "no-programs"
+    empty.mkdir()
+    out = subprocess.run(["/bin/bash", "-c", seen["worker1"][0]], capture_output=True,
+                         text=True, env={"HOME": str(node), "PATH": str(empty)}, check=True)
+    assert out.stdout.splitlines() == ["present", f"probe 0 {tree_id}",
+                                       f"setup_hash={setup_hash}"], out
+    assert out.stderr == ""
+    (node / ".skyc" / "setup_hash").unlink()  # a missing file is an empty answer
+    out = subprocess.run(["/bin/bash", "-c", seen["worker1"][0]], capture_output=True,
+                         text=True, env={"HOME": str(node), "PATH": str(empty)}, check=True)
+    assert out.stdout.splitlines()[-1] == "setup_hash=" and out.stderr == ""
 
 
 def test_ids_keep_counting_across_a_new_agent(local_cluster: ClusterInfo) -> None:
