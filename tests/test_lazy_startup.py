@@ -10,6 +10,7 @@ modules loaded with ``importlib.import_module`` (the targets' and engines' regis
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -184,3 +185,56 @@ def test_pydantic_plugins_stay_pydantic_s_own_unless_disabled(setting: str) -> N
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(setting != "1"), "pydantic", "[]"]
+
+
+_TYPER_APP = """
+import json, sys
+import typer
+from typer import _adapters
+if sys.argv[1] == "with-skyc":
+    import skyc.cli  # noqa: F401
+built = []
+real = _adapters.try_build_adapter
+def counting(annotation, parameter_info):
+    built.append(annotation)
+    return real(annotation, parameter_info)
+_adapters.try_build_adapter = counting
+app = typer.Typer()
+@app.command()
+def cmd(name: str = typer.Argument(...), count: int | None = typer.Option(None),
+        tags: list[str] = typer.Option([]), more: list[str] | None = typer.Option(None),
+        label: str | None = typer.Option(None), flag: bool = False,
+        checked: str | None = typer.Option(None, callback=lambda v: f"cb:{v}")) -> None:
+    print(json.dumps([[name, count, tags, more, label, flag, checked], len(built)]))
+app(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("argv", [
+    ["x", "--count", "3", "--tags", "a", "--more", "b", "--label", "l", "--checked", "c"],
+    ["x"],
+    [],
+    ["x", "--count", "many"],
+])
+def test_an_absent_option_gets_its_value_without_a_converter(argv: list[str]) -> None:
+    """skyc's CLI has typer settle an absent value (None) without building a converter
+    for it: every command's parameters get the values plain typer gives them, and a
+    missing argument or a bad value is refused as typer refuses it."""
+    def run(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", _TYPER_APP, mode, *argv], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"})
+
+    plain, skyc = run("plain"), run("with-skyc")
+    assert (skyc.returncode, skyc.stderr) == (plain.returncode, plain.stderr)
+    if plain.returncode:
+        assert ("Missing argument 'name'" if not argv else "Invalid value for '--count'"
+                ) in plain.stderr
+        return
+    (values, built_plain), (same, built_skyc) = (json.loads(plain.stdout),
+                                                 json.loads(skyc.stdout))
+    assert same == values
+    # one converter for each value given or defaulted to something (not the bool flag,
+    # which typer never converts); plain typer builds them for the absent ones too
+    given = [v for v in values if v is not None and v != "cb:None" and not isinstance(v, bool)]
+    assert built_skyc == len(given) < built_plain
