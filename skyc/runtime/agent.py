@@ -32,6 +32,7 @@ import time
 # where it is used: json alone, through re and enum, was 18 ms of each start.
 TYPE_CHECKING = False  # typing itself is 2 ms of a start: only type checkers read these
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, BinaryIO
 
 VERSION = "1"
@@ -204,11 +205,29 @@ def _default_signals() -> None:
         sig.signal(number, sig.SIG_DFL)
 
 
+def _program(name: str, env: Mapping[str, str]) -> str | None:
+    """Where ``name`` is on the PATH of ``env``, as execvpe finds it (None: nowhere),
+    without what execvpe costs: os.get_exec_path imports warnings, and each directory
+    of the PATH is tried with an exec."""
+    if "/" in name:
+        return name
+    for d in env.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(d or ".", name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def _start_detached(argv: list[str], cwd: str, env: dict[str, str], out_fd: int) -> int:
     """Start ``argv`` in a session of its own, in ``cwd``, with stdin from /dev/null and
     stdout and stderr to ``out_fd``; its pid. What subprocess.Popen(start_new_session=True)
-    does, without importing subprocess (12 ms of every phase's start). An exec that fails
-    (E2BIG, a missing program) raises its OSError here, through a close-on-exec pipe."""
+    does, without importing subprocess (12 ms of every phase's start). ``argv[0]`` is
+    looked for on the PATH of ``env``, as execvpe does; a program found nowhere raises
+    FileNotFoundError, and an exec that fails (E2BIG) raises its OSError here, through a
+    close-on-exec pipe."""
+    program = _program(argv[0], env)
+    if program is None:
+        raise FileNotFoundError(2, f"{os.strerror(2)}: {argv[0]!r}")
     err_r, err_w = os.pipe()  # both close on exec (PEP 446)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child execs or exits, so coverage never ends
@@ -221,7 +240,7 @@ def _start_detached(argv: list[str], cwd: str, env: dict[str, str], out_fd: int)
             os.dup2(out_fd, 1)
             os.dup2(out_fd, 2)
             _default_signals()
-            os.execvpe(argv[0], argv, env)
+            os.execve(program, argv, env)
         except OSError as exc:
             os.write(err_w, str(exc.errno or 0).encode())
         finally:
@@ -304,9 +323,10 @@ def _follow(job_id: int, phase: str, follow: bool, offset: int = 0) -> int:
     exit_path = os.path.join(d, phase + ".exit")
     out: BinaryIO = sys.stdout.buffer
     fh = None
-    # Polled: a fresh phase's first line shows within a few ms of being written; an idle
-    # one is looked at ten times a second.
-    delay = 0.002
+    # Polled: every millisecond for a phase's first 50 ms (its first line shows as soon
+    # as its shell starts), then less and less often, down to ten times a second.
+    delay = 0.001
+    young = time.monotonic() + 0.05
     while True:
         if fh is None and os.path.exists(log_path):
             fh = open(log_path, "rb")  # noqa: SIM115 - kept open while following
@@ -330,7 +350,7 @@ def _follow(job_id: int, phase: str, follow: bool, offset: int = 0) -> int:
             if not os.path.exists(exit_path):
                 break
         time.sleep(delay)
-        delay = min(delay * 1.5, 0.1)
+        delay = 0.001 if time.monotonic() < young else min(delay * 1.5, 0.1)
     if fh is not None:
         fh.close()
     code_text = _read(exit_path)
@@ -499,10 +519,7 @@ def cmd_stop_all(args: Args) -> int:
 
 
 def _on_path(name: str) -> bool:
-    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        if os.access(os.path.join(d or ".", name), os.X_OK):
-            return True
-    return False
+    return _program(name, os.environ) is not None
 
 
 def _tool(argv: list[str]) -> str | None:

@@ -132,6 +132,29 @@ def test_a_phase_ended_by_a_signal_and_one_that_cannot_start(python: str,
     assert status[0]["status"] == "FAILED" and status[0]["exit_code"] == 126
 
 
+@pytest.mark.parametrize("python", PYTHONS)
+def test_the_phase_s_bash_is_found_on_the_job_s_own_path(python: str, tmp_path: Path) -> None:
+    # As execvpe looks: the job's PATH (a task may set it), in order, past a directory
+    # named bash and a bash that cannot be run; and nowhere, a phase that cannot start.
+    first, second, third = (tmp_path / d for d in ("dir", "plain", "wrapped"))
+    (first / "bash").mkdir(parents=True)
+    second.mkdir()
+    (second / "bash").write_text("#!/bin/sh\necho not-executable\n")
+    third.mkdir()
+    (third / "bash").write_text('#!/bin/sh\necho "wrapped $*"\nexec /bin/bash "$@"\n')
+    (third / "bash").chmod(0o755)
+    path = os.pathsep.join(map(str, (first, second, third, "/usr/bin", "/bin")))
+    spec = {"command": "echo ran", "env": {"PATH": path}}
+    out = run_agent(python, tmp_path, "run", "1", "run", "--follow", stdin=json.dumps(spec))
+    assert trailer(out) == 0, out.stderr
+    script = tmp_path / ".skyc" / "jobs" / "1" / "run.sh"
+    assert out.stdout == f"wrapped {script}\nran\n"
+    spec = {"command": "echo never", "env": {"PATH": str(first)}}
+    out = run_agent(python, tmp_path, "run", "2", "run", "--follow", stdin=json.dumps(spec))
+    assert trailer(out) == 126
+    assert out.stdout == "skyc: cannot start run: [Errno 2] No such file or directory: 'bash'\n"
+
+
 _WITHOUT = """
 import sys
 class Refuse:
@@ -152,7 +175,7 @@ def test_a_phase_starts_without_the_modules_only_other_commands_use(python: str,
     # supervisor is a fork of it, so it cannot either) still runs the phase, with the
     # spec the client sends. The supervisor turns an ImportError into exit 255.
     refused = ("subprocess,argparse,shutil,tarfile,uuid,typing,json,re,enum,signal,"
-               "contextlib,functools,collections")
+               "contextlib,functools,collections,warnings")
     spec = agent.encode_run_spec('echo "ran $NAME $SKYC_JOB_MARK"', {"NAME": "one"}, "~")
 
     def run(job: str, refuse: str) -> str:
