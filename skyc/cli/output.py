@@ -38,7 +38,7 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=self._stderr, highlight=False)
+            self._console = Console(stderr=self._stderr, highlight=False, emoji=False)
             if not self._console.is_terminal and not os.environ.get("COLUMNS"):
                 # Pipes and CI logs: lines are never wrapped, tables keep every column.
                 self._console.width = UNWRAPPED_WIDTH

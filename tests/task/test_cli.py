@@ -93,6 +93,15 @@ def test_control_characters_in_a_file_are_escaped_in_problems(tmp_path: Path) ->
     assert "unknown field 'bad\\x1b[2J\\x1b]0;title\\x07'" in out.stderr, out.stderr
 
 
+def test_a_name_that_reads_like_an_emoji_code_is_shown_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text('name: "x:thumbs_up:y"\nresources:\n  accelerators: A100:8\nrun: t\n')
+    out = skyc("plan", str(path), "--no-diff")
+    assert out.returncode == 0, out.stderr
+    assert "task x:thumbs_up:y" in out.stdout and "plan: x:thumbs_up:y:" in out.stdout
+    assert "\N{THUMBS UP SIGN}" not in out.stdout + out.stderr
+
+
 def test_output_helpers_escape_controls_and_keep_newlines() -> None:
     from skyc.cli.output import safe
 
