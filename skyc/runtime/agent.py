@@ -12,10 +12,11 @@ node's transport, importing it (so that Python keeps its compiled code) and call
     cancelled        present when the job was stopped; holds why: user, peer (another
                      node failed) or abort (the client gave up before the job ran)
 
-A job's environment (secrets included) arrives on stdin (:func:`encode_run_spec`) and
-is kept in memory only. Every process a job starts inherits ``SKYC_JOB_MARK=<node token>/<job>``,
-so cancel and stop-all find the processes that left the job's process group
-(``setsid`` daemons) through ``/proc/<pid>/environ``. Sub-commands that stream end
+A job's environment (secrets included) arrives on stdin (:func:`encode_run_spec`)
+and is kept in memory only. Every process a job starts inherits
+``SKYC_JOB_MARK=<node token>/<job>`` (the token is kept in ``~/.skyc/token``), so
+cancel and stop-all find the processes that left the job's process group (``setsid``
+daemons) through ``/proc/<pid>/environ``. Sub-commands that stream end
 with a trailer line on stderr, ``__skyc_exit__ <code> [cancelled]``, so the caller can
 tell the job's exit code from a broken connection.
 """

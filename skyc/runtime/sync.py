@@ -306,9 +306,9 @@ async def remote_state(agent: NodeAgent, target: str, suffix: str) -> str:
 
 
 def id_probes(targets: list[str]) -> dict[str, str]:
-    """For :meth:`ClusterSession.ensure`: the commands that print each target's tree id,
-    so that checking the agent also learns what the node holds (:func:`sync_tree` uses
-    it)."""
+    """For :meth:`ClusterSession.ensure`: the probes that read each target's tree id (with
+    the shell's ``read``), so that checking the agent also learns what the node holds
+    (:func:`sync_tree` uses it)."""
     return {_probe_name(t): read_probe(_state_file(t, "id"), f"[ -e {_target_word(t)} ]")
             for t in targets}
 
