@@ -258,7 +258,8 @@ def check_policy(
                for t, tp, c in zip(tasks, plan.tasks, names, strict=True)]
     labels = {k: v for p in planned for k, v in p.labels.items()}
     violations = evaluate(policy, planned, usage_from_state(),
-                          current_user(labels, dict(os.environ)), at_once=plan.peak_tasks)
+                          current_user(labels, dict(os.environ)), at_once=plan.peak_tasks,
+                          gpus_at_once=plan.peak_accelerator_tasks)
     return {"file": str(path), "ok": not violations,
             "violations": [v.model_dump(mode="json") for v in violations]}
 
@@ -281,7 +282,8 @@ def print_policy(result: dict[str, Any] | None) -> None:
 # 2.0: for a pipeline whose steps run one after another, ``hourly_cost``,
 # ``hourly_cost_total`` and ``cost.total.after`` are the peak (the dearest step), no longer
 # the steps' sum; added ``peak_tasks``, ``objective``, ``cost.total.basis`` and ``at_once``.
-PLAN_JSON_VERSION = "2.0"
+# 2.1 added ``peak_accelerator_tasks`` (what GPU quotas count: a pipeline's largest step).
+PLAN_JSON_VERSION = "2.1"
 
 
 def review_outputs(

@@ -129,9 +129,10 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
             reason=_reason(chosen, all_choices[i], target, n > 1 and any(gb)),
         ))
     peak = peak_tasks([c.hourly_cost for c in picks], edge_list)
+    held = peak_tasks([t.placement.total_accelerators for t in plans], edge_list)
     return Plan(
         tasks=plans, hourly_cost=round(sum(picks[i].hourly_cost for i in peak), 6),
-        peak_tasks=peak, optimize=target, catalog=catalog.source,
+        peak_tasks=peak, peak_accelerator_tasks=held, optimize=target, catalog=catalog.source,
         egress_cost=round(egress, 6), objective="run" if timed is not None else "hourly",
     )
 

@@ -35,6 +35,11 @@ class Placement(BaseModel):
     candidate_index: int = 0                    # which ResourceCandidate of the task this satisfies
 
     @property
+    def total_accelerators(self) -> float:
+        """The accelerators of all nodes together (0 for a CPU-only placement)."""
+        return sum((self.accelerators or {}).values()) * self.num_nodes
+
+    @property
     def infra(self) -> str:
         """``cloud/region/zone`` as far as known, e.g. ``aws/us-east-1/use1-az1``."""
         parts = [self.cloud] + [p for p in (self.region, self.zone) if p and p != self.cloud]
@@ -75,6 +80,9 @@ class Plan(BaseModel):
     # of a plan whose tasks run at once. Never the steps of a pipeline added up.
     hourly_cost: float
     peak_tasks: list[int] = Field(default_factory=list)
+    # The tasks that hold the most accelerators at the same time (what a GPU quota
+    # counts): a chain's largest step, or every task of a plan whose tasks run at once.
+    peak_accelerator_tasks: list[int] = Field(default_factory=list)
     optimize: str = "cost"                      # cost | time
     # "hourly": ranked per hour (or by the time model's reference job); "run": every
     # task had a duration, so the whole run's cost (or time) was minimised.

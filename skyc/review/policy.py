@@ -110,7 +110,7 @@ def load_policy(path: Path, what: str = "policy") -> Policy:
 
 
 def gpus(p: Placement) -> float:
-    return sum((p.accelerators or {}).values()) * p.num_nodes
+    return p.total_accelerators
 
 
 def family(instance_type: str) -> str:
@@ -164,13 +164,15 @@ def check_placement(policy: Policy, item: Planned) -> list[Violation]:
 
 
 def evaluate(policy: Policy, planned: Sequence[Planned], usage: Usage,
-             user: str | None, at_once: Sequence[int] | None = None) -> list[Violation]:
+             user: str | None, at_once: Sequence[int] | None = None,
+             gpus_at_once: Sequence[int] | None = None) -> list[Violation]:
     """Every violation of the plan: per cluster, in total, and against quotas.
 
     ``at_once``: the planned clusters that run at the same time at the plan's peak
     (the plan's ``peak_tasks``; None: all of them). A pipeline's steps run one after
     another, so the hourly total and the daily spend count its dearest step, not the
-    steps added up."""
+    steps added up. ``gpus_at_once``: likewise the clusters that hold the most GPUs at
+    the same time (the plan's ``peak_accelerator_tasks``), which GPU quotas count."""
     out = [v for item in planned for v in check_placement(policy, item)]
     peak = [planned[i] for i in at_once] if at_once else list(planned)
     total = sum(i.placement.hourly_cost for i in peak)
@@ -182,16 +184,20 @@ def evaluate(policy: Policy, planned: Sequence[Planned], usage: Usage,
         out.append(Violation(rule="max_hourly_cost_total", cluster=None,
                              message=f"${total:.4f}/hour {what} is over the ${cap:g}/hour "
                              "allowed in total"))
-    out += _quotas(policy, planned, usage, user, peak)
+    held = [planned[i] for i in gpus_at_once] if gpus_at_once else list(planned)
+    out += _quotas(policy, planned, usage, user, peak, held)
     return out
 
 
 def _quotas(policy: Policy, planned: Sequence[Planned], usage: Usage, user: str | None,
-            peak: Sequence[Planned]) -> list[Violation]:
+            peak: Sequence[Planned], held: Sequence[Planned]) -> list[Violation]:
     names = {i.cluster for i in planned}
     gpus_used = sum(g for c, (g, _) in usage.clusters.items() if c not in names)
     cost_used = sum(h for c, (_, h) in usage.clusters.items() if c not in names)
-    gpus_new = gpus_used + sum(gpus(i.placement) for i in planned)
+    gpus_new = gpus_used + sum(gpus(i.placement) for i in held)
+    when = ("" if len(held) == len(planned) else
+            f" at its peak ({', '.join(i.cluster for i in held)}; the others run before or "
+            "after)")
     per_day = 24 * (cost_used + sum(i.placement.hourly_cost for i in peak))
     labels: dict[str, str] = {}
     for i in planned:
@@ -207,7 +213,7 @@ def _quotas(policy: Policy, planned: Sequence[Planned], usage: Usage, user: str 
     for rule, q in quotas:
         if q.max_gpus is not None and gpus_new > q.max_gpus:
             out.append(Violation(rule=rule, cluster=None, message=(
-                f"{gpus_new:g} GPUs in use with this plan ({gpus_used:g} already) are over "
+                f"{gpus_new:g} GPUs in use with this plan{when} ({gpus_used:g} already) are over "
                 f"the {q.max_gpus:g} of {rule}")))
         if q.max_spend_per_day is not None and per_day > q.max_spend_per_day + 1e-9:
             out.append(Violation(rule=rule, cluster=None, message=(

@@ -52,6 +52,43 @@ def test_quotas_count_what_is_in_use_but_not_the_cluster_replaced() -> None:
     assert evaluate(policy, [Planned("big", A100x8, {"user": "bob"})], usage, "alice") == []
 
 
+def test_a_gpu_quota_counts_what_a_pipeline_holds_at_once() -> None:
+    """Two steps that run one after another (16 GPUs, then 8): the quota counts the
+    larger step, the GPUs held at the same time; without the plan's peak, both."""
+    policy = Policy(users={"alice": {"max_gpus": 20}})
+    small = A100x8.model_copy(update={"num_nodes": 1, "hourly_cost": 32.5})
+    steps = [Planned("prep", A100x8), Planned("train", small)]
+    assert evaluate(policy, steps, Usage(), "alice", at_once=[0], gpus_at_once=[0]) == []
+    [over] = evaluate(policy, steps, Usage(), "alice")
+    assert over.message.startswith("24 GPUs in use with this plan (0 already)")
+    # 8 in use elsewhere, and the largest step is counted with them
+    usage = Usage(clusters={"other": (8.0, 30.0)})
+    [over] = evaluate(policy, steps, usage, "alice", at_once=[0], gpus_at_once=[0])
+    assert over.message == ("24 GPUs in use with this plan at its peak (prep; the others "
+                            "run before or after) (8 already) are over the 20 of users.alice")
+
+
+def test_plan_json_names_the_steps_that_hold_the_most_accelerators(tmp_path: Path,
+                                                                   home: Path) -> None:
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(
+        "name: prep\nresources:\n  accelerators: A100:8\n  infra: aws\nnum_nodes: 2\n"
+        "run: p\n---\nname: train\nresources:\n  accelerators: A100:8\n  infra: aws\n"
+        "run: t\n")
+    (tmp_path / "quota.yaml").write_text("users:\n  alice: {max_gpus: 16}\n")
+    r = skyc(home, "plan", str(pipeline), "--format", "json", "--no-diff",
+             "--policy", str(tmp_path / "quota.yaml"), SKYC_USER="alice")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["peak_accelerator_tasks"] == [0] and doc["policy"]["ok"] is True
+    (tmp_path / "quota.yaml").write_text("users:\n  alice: {max_gpus: 15}\n")
+    r = skyc(home, "plan", str(pipeline), "--format", "json", "--no-diff",
+             "--policy", str(tmp_path / "quota.yaml"), SKYC_USER="alice")
+    assert r.returncode == 1
+    [v] = json.loads(r.stdout)["policy"]["violations"]
+    assert v["message"].startswith("16 GPUs in use with this plan at its peak (prep;")
+
+
 def test_a_misspelt_key_names_the_file_and_the_key(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text("max_hourly_cost_per_clutser: 3\n")
@@ -144,7 +181,7 @@ def test_plan_json_has_cost_with_a_one_shot_total(tmp_path: Path, home: Path) ->
              "--policy", str(tmp_path / "open.yaml"))
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["format_version"] == "2.0"
+    assert doc["format_version"] == "2.1"
     assert doc["policy"]["ok"] is True and doc["policy"]["violations"] == []
     [c] = doc["cost"]["clusters"]
     assert c["cluster"] == "tiny" and c["before"] == {"hourly": 0.0, "monthly": 0.0}
