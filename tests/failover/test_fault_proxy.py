@@ -192,6 +192,46 @@ def test_other_actions_and_services_pass_through(moto: MotoServer) -> None:
                    for r in proxy.forwarded)
 
 
+def test_a_retry_of_an_answered_request_gets_the_answer_again(moto: MotoServer) -> None:
+    """A client that lost the answer to its CreateKeyPair retries it (the same
+    invocation id, attempt 2): it gets the first answer, and moto runs it once; a new
+    operation with the same key name reaches moto and gets EC2's Duplicate error."""
+    import urllib.error
+    import urllib.request
+
+    sent: list[Any] = []
+    with FaultProxy(moto.url) as proxy:
+        client = _ec2(proxy.url)
+        client.meta.events.register("before-send.ec2.CreateKeyPair",
+                                    lambda request, **_: sent.append(request))
+        first = client.create_key_pair(KeyName="skyc-retried")
+        [request] = sent
+        assert request.headers["amz-sdk-request"].startswith(b"attempt=1")
+
+        def again(attempt: int, invocation: bytes) -> tuple[int, bytes]:
+            headers = {k: (v.decode() if isinstance(v, bytes) else v)
+                       for k, v in request.headers.items()}
+            headers["amz-sdk-request"] = f"attempt={attempt}; max=3"
+            headers["amz-sdk-invocation-id"] = invocation.decode()
+            body = request.body.encode() if isinstance(request.body, str) else request.body
+            retry = urllib.request.Request(request.url, data=body, method="POST",
+                                           headers=headers)
+            try:
+                with urllib.request.urlopen(retry, timeout=30) as resp:
+                    return resp.status, resp.read()
+            except urllib.error.HTTPError as exc:
+                return exc.code, exc.read()
+
+        invocation = request.headers["amz-sdk-invocation-id"]
+        status, body = again(2, invocation)
+        assert status == 200 and first["KeyFingerprint"].encode() in body
+        assert [(i, a) for i, a, _ in proxy.replayed] == [(invocation.decode(), 2)]
+        pairs = _ec2(moto.url).describe_key_pairs()["KeyPairs"]
+        assert [p["KeyName"] for p in pairs].count("skyc-retried") == 1
+        status, body = again(2, b"another-operation")
+        assert status == 400 and b"InvalidKeyPair.Duplicate" in body
+
+
 @pytest.mark.parametrize("code", CODES)
 def test_recorded_fixture_shape(code: str) -> None:
     lines = (FIXTURE_DIR / f"{code}.jsonl").read_text().splitlines()

@@ -11,12 +11,21 @@ API"): server errors such as ``InsufficientInstanceCapacity`` and
 other client errors with 400.
 
 The moto server behind it comes from ``tests.support.moto_server.start_moto``.
+
+A client's retry of a request the proxy has already forwarded and answered with a
+2xx (the same ``amz-sdk-invocation-id``, at ``amz-sdk-request: attempt=2`` or later)
+gets that answer again instead of reaching moto a second time: the client retried
+because the first answer did not reach it, and a second ImportKeyPair,
+AttachInternetGateway or CreateRoute would fail with EC2's Duplicate and
+AlreadyAssociated errors (seen under load: a terraform apply failed so). Each replay
+is listed in ``proxy.replayed`` and noted on stderr.
 """
 
 from __future__ import annotations
 
 import http.client
 import re
+import sys
 import threading
 import urllib.parse
 import uuid
@@ -169,6 +178,9 @@ class FaultProxy:
         self.rules: list[FaultRule] = list(rules)
         self.hits: list[Hit] = []
         self.forwarded: list[Ec2Request | None] = []
+        self.replayed: list[tuple[str, int, Ec2Request | None]] = []  # (id, attempt, ...)
+        # invocation id -> (status, reason, headers, body) of its answered attempt
+        self._answers: dict[str, tuple[int, str, list[tuple[str, str]], bytes]] = {}
         self.lock = threading.Lock()
         self._subnet_zones: dict[tuple[str | None, str], tuple[str | None, str | None]] = {}
         self._server: ThreadingHTTPServer | None = None
@@ -189,7 +201,7 @@ class FaultProxy:
 
     def start(self) -> FaultProxy:
         handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -242,6 +254,32 @@ class FaultProxy:
             params=params,
         )
 
+    def answered(self, headers: Any, request: Ec2Request | None
+                 ) -> tuple[int, str, list[tuple[str, str]], bytes] | None:
+        """The answer already given to this retried request (see the module's doc)."""
+        invocation = headers.get("amz-sdk-invocation-id")
+        match = re.search(r"attempt=(\d+)", headers.get("amz-sdk-request") or "")
+        if not invocation or not match or int(match.group(1)) < 2:
+            return None
+        with self.lock:
+            answer = self._answers.get(invocation)
+            if answer is not None:
+                self.replayed.append((invocation, int(match.group(1)), request))
+        if answer is not None:
+            what = request.action if request else "request"
+            print(f"fault proxy: {what} {invocation} attempt {match.group(1)} answered "
+                  "again, not sent to moto twice", file=sys.stderr)
+        return answer
+
+    def remember(self, headers: Any, answer: tuple[int, str, list[tuple[str, str]], bytes]
+                 ) -> None:
+        invocation = headers.get("amz-sdk-invocation-id")
+        if invocation and 200 <= answer[0] < 300:
+            with self.lock:
+                self._answers[invocation] = answer
+                while len(self._answers) > 2000:  # the oldest first
+                    del self._answers[next(iter(self._answers))]
+
     def decide(self, request: Ec2Request | None) -> Hit | None:
         if request is None:
             return None
@@ -282,6 +320,12 @@ class FaultProxy:
         return zone
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default backlog is 5: a terraform apply opens tens of connections
+    # at once, and those the kernel drops wait a second or more for their retransmission.
+    request_queue_size = 128
+
+
 def _make_handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -292,11 +336,26 @@ def _make_handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
         def _handle(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            hit = proxy.decide(proxy.parse(self.headers, body))
+            request = proxy.parse(self.headers, body)
+            answer = proxy.answered(self.headers, request)
+            if answer is not None:
+                self._reply(*answer)
+                return
+            hit = proxy.decide(request)
             if hit is not None:
                 self._reply_error(hit)
             else:
                 self._forward(body)
+
+        def _reply(self, status: int, reason: str, headers: list[tuple[str, str]],
+                   payload: bytes) -> None:
+            self.send_response(status, reason)
+            for key, value in headers:
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
 
         def _reply_error(self, hit: Hit) -> None:
             request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"skyc-fault/{hit.rule.code}"))
@@ -319,14 +378,12 @@ def _make_handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 conn.request(self.command, self.path, body=body or None, headers=headers)
                 resp = conn.getresponse()
                 payload = resp.read()
-                self.send_response(resp.status, resp.reason)
-                for key, value in resp.getheaders():
-                    if key.lower() not in _HOP_BY_HOP and key.lower() != "content-length":
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(payload)
+                kept = [(k, v) for k, v in resp.getheaders()
+                        if k.lower() not in _HOP_BY_HOP
+                        and k.lower() not in ("content-length", "date", "server")]
+                answer = (resp.status, resp.reason, kept, payload)
+                proxy.remember(self.headers, answer)
+                self._reply(*answer)
             finally:
                 conn.close()
 
