@@ -178,9 +178,7 @@ def evaluate(policy: Policy, planned: Sequence[Planned], usage: Usage,
     total = sum(i.placement.hourly_cost for i in peak)
     cap = policy.max_hourly_cost_total
     if cap is not None and total > cap + 1e-9:
-        what = ("in all" if len(peak) == len(planned) else
-                f"at the peak ({', '.join(i.cluster for i in peak)}; the others run before "
-                "or after)")
+        what = _when(peak, planned) or "in all"
         out.append(Violation(rule="max_hourly_cost_total", cluster=None,
                              message=f"${total:.4f}/hour {what} is over the ${cap:g}/hour "
                              "allowed in total"))
@@ -189,15 +187,23 @@ def evaluate(policy: Policy, planned: Sequence[Planned], usage: Usage,
     return out
 
 
+def _when(at_once: Sequence[Planned], planned: Sequence[Planned], whose: str = "the") -> str:
+    """"at the peak (a, b; the others run before or after)" when only some of the planned
+    clusters run at once; empty when all of them do."""
+    if len(at_once) == len(planned):
+        return ""
+    return (f"at {whose} peak ({', '.join(i.cluster for i in at_once)}; the others run "
+            "before or after)")
+
+
 def _quotas(policy: Policy, planned: Sequence[Planned], usage: Usage, user: str | None,
             peak: Sequence[Planned], held: Sequence[Planned]) -> list[Violation]:
     names = {i.cluster for i in planned}
     gpus_used = sum(g for c, (g, _) in usage.clusters.items() if c not in names)
     cost_used = sum(h for c, (_, h) in usage.clusters.items() if c not in names)
     gpus_new = gpus_used + sum(gpus(i.placement) for i in held)
-    when = ("" if len(held) == len(planned) else
-            f" at its peak ({', '.join(i.cluster for i in held)}; the others run before or "
-            "after)")
+    when = _when(held, planned, "its")
+    when = f" {when}" if when else ""
     per_day = 24 * (cost_used + sum(i.placement.hourly_cost for i in peak))
     labels: dict[str, str] = {}
     for i in planned:

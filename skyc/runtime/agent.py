@@ -519,15 +519,11 @@ def cmd_stop_all(args: Args) -> int:
 # ---------------------------------------------------------------- accelerators
 
 
-def _on_path(name: str) -> bool:
-    return _program(name, os.environ) is not None
-
-
 def _tool(argv: list[str]) -> str | None:
     """A tool's output; None when it is not installed or fails. Each phase's start asks
     for amd-smi and most nodes have none: PATH is looked through first, so that they do
     not import subprocess or fork for it."""
-    if not _on_path(argv[0]):
+    if _program(argv[0], os.environ) is None:
         return None
     import subprocess
 
