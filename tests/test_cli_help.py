@@ -55,6 +55,22 @@ def test_help_shows_plain_metavars(path: tuple[str, ...]) -> None:
     assert not found, f"skyc {' '.join(path)} --help shows {found}:\n{text}"
 
 
+@pytest.mark.parametrize("path", [p for p, _ in _commands()], ids=lambda p: " ".join(p) or "-")
+def test_the_usage_line_writes_arguments_as_click_does(path: tuple[str, ...]) -> None:
+    """``Usage: skyc logs [OPTIONS] CLUSTER [JOB_ID]``: a required argument bare, an
+    optional one in brackets, never in braces (``{CLUSTER}``)."""
+    usage = next(line for line in _help(path).splitlines() if "Usage:" in line)
+    assert "{" not in usage and "}" not in usage, usage
+
+
+def test_usage_lines_name_required_and_optional_arguments() -> None:
+    usage = {p: next(line for line in _help(p).splitlines() if "Usage:" in line).strip()
+             for p in (("logs",), ("plan",), ("queue",))}
+    assert usage[("logs",)] == "Usage: skyc logs [OPTIONS] CLUSTER [JOB_ID]"
+    assert usage[("plan",)] == "Usage: skyc plan [OPTIONS] TASK..."
+    assert usage[("queue",)] == "Usage: skyc queue [OPTIONS] [CLUSTER]..."
+
+
 def test_every_value_taking_parameter_names_its_metavar() -> None:
     """Structural: every argument and every option that takes a value declares a
     metavar, so no type name can creep into a new command's help."""

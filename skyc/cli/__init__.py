@@ -55,11 +55,14 @@ _ORDER = ("cmd_task", "cmd_plan", "cmd_gpus", "cmd_stacks", "cmd_apply", "cmd_jo
 
 def _plain_argument_help() -> None:
     """An argument with a metavar (TASK, CLUSTER) is shown in help as just that; typer
-    releases that add the Python type after it (``CLUSTER <str>``) are told not to."""
+    releases that add the Python type after it (``CLUSTER <str>``) or brace it on the
+    usage line (``{TASK}``) are told not to."""
     try:
         from typer.core import TyperArgument
     except ImportError:
         return
+    if hasattr(TyperArgument, "_usage_display_name"):
+        setattr(TyperArgument, "_usage_display_name", _usage_name)  # noqa: B010
     shown = getattr(TyperArgument, "display_type_rich", None)
     if shown is None:
         return
@@ -68,6 +71,16 @@ def _plain_argument_help() -> None:
         return None if self.metavar is not None else shown(self, ctx)
 
     setattr(TyperArgument, "display_type_rich", display_type_rich)  # noqa: B010
+
+
+def _usage_name(self: Any) -> str:
+    """An argument on the usage line as click and SkyPilot write it: ``TASK`` when it is
+    required, ``[JOB_ID]`` when not, ``...`` after one that takes several (typer
+    releases that write a required one as ``{TASK}`` are told not to)."""
+    name = str(self.metavar if self.metavar is not None else self.name)
+    if not self.required:
+        name = f"[{name}]"
+    return name + ("..." if self.nargs != 1 else "")
 
 
 def _no_converter_for_absent_values() -> None:
