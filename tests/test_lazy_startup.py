@@ -226,7 +226,10 @@ def test_an_absent_option_gets_its_value_without_a_converter(argv: list[str]) ->
                               env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"})
 
     plain, skyc = run("plain"), run("with-skyc")
-    assert (skyc.returncode, skyc.stderr) == (plain.returncode, plain.stderr)
+    # skyc writes a required argument on the usage line as click does (name, not
+    # {name}); the refusal itself is typer's own.
+    assert (skyc.returncode, skyc.stderr) == (
+        plain.returncode, plain.stderr.replace("[OPTIONS] {name}", "[OPTIONS] name"))
     if plain.returncode:
         assert ("Missing argument 'name'" if not argv else "Invalid value for '--count'"
                 ) in plain.stderr
