@@ -14,18 +14,10 @@ from typing import Any
 
 from skyc.catalog import hosts
 from skyc.catalog.accelerators import family_rank
+from skyc.catalog.families import is_default
 from skyc.catalog.offer import Offer, OfferQuery, quantity_ok
 
 Row = tuple[str, "str | None", "float | None", "float | None"]  # region, zone, price, spot
-
-# The default CPU family of each cloud (SkyPilot's defaults): used for CPU-only
-# tasks that give no cpus, memory or instance type.
-GENERAL_PURPOSE: dict[str, re.Pattern[str]] = {
-    "aws": re.compile(r"^m6i\."),
-    "gcp": re.compile(r"^n2-standard-\d+$"),
-    "azure": re.compile(r"^Standard_D\d+s_v5$"),
-}
-
 
 @dataclass(slots=True)
 class InstanceEntry:
@@ -198,12 +190,11 @@ class CloudTable:
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> CloudTable:
         cloud = str(data["cloud"])
-        gp = GENERAL_PURPOSE.get(cloud)
         types = []
         for name, acc, count, accmem, vcpus, mem, arch, rows in data["types"]:
             types.append(InstanceEntry(
                 name, acc, count, accmem, vcpus, mem, arch, _rows_of(rows),
-                general=bool(gp and acc is None and gp.match(name)),
+                general=acc is None and is_default(cloud, name),
                 host_only=bool(data["accelerators"]) and hosts.host_only(name),
             ))
         accs = [AcceleratorEntry(n, c, m, _rows_of(rows))
@@ -284,6 +275,9 @@ def _type_ok(t: InstanceEntry, q: OfferQuery) -> bool:
     if q.general_purpose_only and not t.general:
         return False
     if not _accel_ok(t.accelerator, t.count, t.acc_memory, q):
+        return False
+    if q.min_memory_per_vcpu is not None and t.vcpus and t.memory is not None \
+            and t.memory < q.min_memory_per_vcpu * t.vcpus - 1e-6:
         return False
     return quantity_ok(t.vcpus, q.cpus) and quantity_ok(t.memory, q.memory_gib)
 

@@ -10,11 +10,8 @@ Offers priced far below the same instance type elsewhere
 (``catalog.suspicious``) are left out unless the candidate pins that instance
 type and region.
 
-Default for CPU-only candidates that give no cpus, memory or instance type
-(SkyPilot's default instance): at least 4 vCPUs, from the cloud's
-general-purpose family (AWS m6i, GCP n2-standard, Azure Standard_D<N>s_v5),
-falling back to any family where a cloud has none; fixed machines (local, SSH
-pools) are taken as they are.
+CPU-only candidates that name no instance type are placed on each cloud's
+default CPU families, as SkyPilot places them (:func:`matching_offers`).
 """
 
 from __future__ import annotations
@@ -30,7 +27,6 @@ from skyc.optimizer.ports import CatalogLike
 from skyc.optimizer.timemodel import estimated_hours
 from skyc.task.candidate import ResourceCandidate
 
-DEFAULT_CPUS = (4.0, True)
 _K8S = ("k8s", "kubernetes")
 
 
@@ -73,21 +69,32 @@ def build_query(cand: ResourceCandidate, catalog: CatalogLike,
     )
 
 
-def _uses_default(cand: ResourceCandidate) -> bool:
-    return (cand.accelerator is None and cand.cpus is None and cand.memory is None
-            and cand.instance_type is None)
+def _cpu_only(cand: ResourceCandidate) -> bool:
+    return cand.accelerator is None and cand.instance_type is None
 
 
 def matching_offers(query: OfferQuery, cand: ResourceCandidate, catalog: CatalogLike
                     ) -> list[Offer]:
-    if not _uses_default(cand):
+    """The offers for ``cand``. A CPU-only candidate that names no instance type is
+    placed as SkyPilot places it: on each cloud's default CPU families
+    (``catalog.families``), with at least 8 vCPUs when it gives neither cpus nor
+    memory and at least 4 GiB per vCPU when it gives no memory; on a cloud where no
+    type of those families fits, on any type that meets the candidate's own cpus and
+    memory. Fixed machines (this machine, SSH pools, Kubernetes) are taken as they are."""
+    if not _cpu_only(cand):
         return catalog.offers(query)
+    from skyc.catalog.families import DEFAULT_CPUS, MEMORY_PER_VCPU
+
     fixed = catalog.offers(replace(query, kind="fixed"))
-    default = replace(query, cpus=DEFAULT_CPUS, kind="elastic")
-    general = catalog.offers(replace(default, general_purpose_only=True))
+    own = replace(query, kind="elastic")
+    if cand.cpus is None and cand.memory is None:
+        own = replace(own, cpus=DEFAULT_CPUS)
+    general = catalog.offers(replace(
+        own, general_purpose_only=True,
+        min_memory_per_vcpu=MEMORY_PER_VCPU if cand.memory is None else None))
     have = {o.cloud for o in general}
     clouds = [query.cloud] if query.cloud else catalog.clouds
-    rest = [o for c in clouds if c not in have for o in catalog.offers(replace(default, cloud=c))]
+    rest = [o for c in clouds if c not in have for o in catalog.offers(replace(own, cloud=c))]
     return general + rest + fixed
 
 
