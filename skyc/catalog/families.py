@@ -31,7 +31,8 @@ def default_families() -> dict[str, frozenset[str]]:
     """cloud -> its default CPU families, from the bundled ``cpu_families.csv``."""
     path = Path(__file__).parent / "data" / "cpu_families.csv"
     header, *rows = path.read_text(encoding="utf-8").splitlines()
-    cloud_at, family_at = header.split(",").index("cloud"), header.split(",").index("family")
+    columns = header.split(",")
+    cloud_at, family_at = columns.index("cloud"), columns.index("family")
     out: dict[str, set[str]] = {}
     for line in rows:
         cells = line.split(",")  # plain cells: no quotes, no commas inside

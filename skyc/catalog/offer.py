@@ -14,7 +14,7 @@ class Offer:
     None when the catalog has none. ``elastic`` is True for cloud offers (the node
     size is chosen from a menu) and False for fixed machines (local, SSH pools).
     ``max_nodes`` bounds ``num_nodes`` (an SSH pool has as many nodes as hosts).
-    ``general_purpose`` marks a default CPU family of its cloud (``families``).
+    ``default_family`` marks a default CPU family of its cloud (``families``).
     """
 
     cloud: str
@@ -30,7 +30,7 @@ class Offer:
     spot_price: float | None
     arch: str | None = None
     elastic: bool = True
-    general_purpose: bool = False
+    default_family: bool = False
     max_nodes: int | None = None
     # The config prefers this offer over cheaper ones (a team's own cluster).
     preferred: bool = False
@@ -53,7 +53,7 @@ class OfferQuery:
     offer by on-demand or spot price (ties: instance type name), and drops offers
     without that price: what a cost or time ranking needs. ``kind`` selects cloud
     offers (``elastic``), fixed machines (``fixed``) or both.
-    ``general_purpose_only`` keeps the default CPU families (``families``) and
+    ``default_families_only`` keeps the default CPU families (``families``) and
     ``min_memory_per_vcpu`` the types with at least that many GiB per vCPU.
     ``any_accelerator`` lists every offer regardless of its accelerators (used by
     ``show-gpus``, the nearest-offer hints and instance-type asks); otherwise a
@@ -70,7 +70,7 @@ class OfferQuery:
     cpus: tuple[float, bool] | None = None
     memory_gib: tuple[float, bool] | None = None
     any_accelerator: bool = False
-    general_purpose_only: bool = False
+    default_families_only: bool = False
     min_memory_per_vcpu: float | None = None
     cheapest: Literal["price", "spot"] | None = None  # keep only the cheapest per place
     kind: Literal["any", "elastic", "fixed"] = "any"

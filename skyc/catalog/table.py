@@ -29,7 +29,7 @@ class InstanceEntry:
     memory: float | None
     arch: str | None
     packed: str | list[Row]
-    general: bool = False
+    default_family: bool = False  # of its cloud's default CPU families (``families``)
     host_only: bool = False
     _by_zone: dict[tuple[str, str | None], Row] | None = field(default=None, repr=False)
 
@@ -134,12 +134,12 @@ class CloudTable:
             cloud=self.cloud, region=row[0], zone=row[1], instance_type=t.name,
             accelerator=t.accelerator, accelerator_count=t.count,
             accelerator_memory_gib=t.acc_memory, vcpus=t.vcpus, memory_gib=t.memory,
-            price=row[2], spot_price=row[3], arch=t.arch, general_purpose=t.general,
+            price=row[2], spot_price=row[3], arch=t.arch, default_family=t.default_family,
         )
 
     def _paired(self, a: AcceleratorEntry, q: OfferQuery) -> Iterator[Offer]:
         if hosts.is_tpu(a.name):
-            if q.instance_type not in (None, hosts.TPU_VM) or q.general_purpose_only:
+            if q.instance_type not in (None, hosts.TPU_VM) or q.default_families_only:
                 return
             for row in a.rows:
                 if _place_ok(row, q):
@@ -194,7 +194,7 @@ class CloudTable:
         for name, acc, count, accmem, vcpus, mem, arch, rows in data["types"]:
             types.append(InstanceEntry(
                 name, acc, count, accmem, vcpus, mem, arch, _rows_of(rows),
-                general=acc is None and is_default(cloud, name),
+                default_family=acc is None and is_default(cloud, name),
                 host_only=bool(data["accelerators"]) and hosts.host_only(name),
             ))
         accs = [AcceleratorEntry(n, c, m, _rows_of(rows))
@@ -272,7 +272,7 @@ def _accel_ok(name: str | None, count: float, mem: float | None, q: OfferQuery) 
 def _type_ok(t: InstanceEntry, q: OfferQuery) -> bool:
     if q.instance_type is not None and t.name != q.instance_type:
         return False
-    if q.general_purpose_only and not t.general:
+    if q.default_families_only and not t.default_family:
         return False
     if not _accel_ok(t.accelerator, t.count, t.acc_memory, q):
         return False

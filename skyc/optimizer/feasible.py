@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from skyc.catalog.families import DEFAULT_CPUS, MEMORY_PER_VCPU
 from skyc.catalog.offer import Offer, OfferQuery
 from skyc.errors import InfeasibleError
 from skyc.optimizer.blocked import Blocked
@@ -83,19 +84,17 @@ def matching_offers(query: OfferQuery, cand: ResourceCandidate, catalog: Catalog
     memory. Fixed machines (this machine, SSH pools, Kubernetes) are taken as they are."""
     if not _cpu_only(cand):
         return catalog.offers(query)
-    from skyc.catalog.families import DEFAULT_CPUS, MEMORY_PER_VCPU
-
     fixed = catalog.offers(replace(query, kind="fixed"))
     own = replace(query, kind="elastic")
     if cand.cpus is None and cand.memory is None:
         own = replace(own, cpus=DEFAULT_CPUS)
-    general = catalog.offers(replace(
-        own, general_purpose_only=True,
+    defaults = catalog.offers(replace(
+        own, default_families_only=True,
         min_memory_per_vcpu=MEMORY_PER_VCPU if cand.memory is None else None))
-    have = {o.cloud for o in general}
+    have = {o.cloud for o in defaults}
     clouds = [query.cloud] if query.cloud else catalog.clouds
     rest = [o for c in clouds if c not in have for o in catalog.offers(replace(own, cloud=c))]
-    return general + rest + fixed
+    return defaults + rest + fixed
 
 
 def candidate_choices(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike, *,

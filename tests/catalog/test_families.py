@@ -44,10 +44,10 @@ def test_the_bundled_catalog_offers_each_cloud_s_default_families() -> None:
     catalog = load_catalog()
     for cloud in ("aws", "gcp", "azure"):
         offers = catalog.offers(OfferQuery(cloud=cloud, cpus=(8.0, True),
-                                           general_purpose_only=True,
+                                           default_families_only=True,
                                            min_memory_per_vcpu=4.0))
         assert offers, cloud
-        assert {o.general_purpose for o in offers} == {True}
+        assert {o.default_family for o in offers} == {True}
         assert all(families.is_default(cloud, o.instance_type or "") for o in offers)
         assert all(o.memory_gib is not None and o.vcpus is not None
                    and o.memory_gib >= 4 * o.vcpus for o in offers)
