@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +21,9 @@ from tests.support.record_fault_fixtures import (
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
     # moto's own AMIs (owner "amazon"): these tests launch plain instances with boto3.
+    # No replaying front: these tests are about the proxy alone.
     log = tmp_path_factory.mktemp("moto") / "moto.log"
-    with start_moto(log, skyc_amis=False) as server:
+    with start_moto(log, skyc_amis=False, front=False) as server:
         yield server
 
 
@@ -192,44 +194,57 @@ def test_other_actions_and_services_pass_through(moto: MotoServer) -> None:
                    for r in proxy.forwarded)
 
 
-def test_a_retry_of_an_answered_request_gets_the_answer_again(moto: MotoServer) -> None:
-    """A client that lost the answer to its CreateKeyPair retries it (the same
-    invocation id, attempt 2): it gets the first answer, and moto runs it once; a new
-    operation with the same key name reaches moto and gets EC2's Duplicate error."""
+def _send_again(request: Any, attempt: int, invocation: bytes) -> tuple[int, bytes]:
+    """``request`` (as botocore sent it) sent again as the SDK's retry ``attempt``."""
     import urllib.error
     import urllib.request
 
+    headers = {k: (v.decode() if isinstance(v, bytes) else v)
+               for k, v in request.headers.items()}
+    headers["amz-sdk-request"] = f"attempt={attempt}; max=3"
+    headers["amz-sdk-invocation-id"] = invocation.decode()
+    body = request.body.encode() if isinstance(request.body, str) else request.body
+    retry = urllib.request.Request(request.url, data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(retry, timeout=30) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def _retried_key_pair(url: str, upstream: str, proxy: FaultProxy) -> None:
+    """A client that lost the answer to its CreateKeyPair retries it (the same
+    invocation id, attempt 2): it gets the first answer, and moto runs it once; a new
+    operation with the same key name reaches moto and gets EC2's Duplicate error."""
     sent: list[Any] = []
+    client = _ec2(url)
+    client.meta.events.register("before-send.ec2.CreateKeyPair",
+                                lambda request, **_: sent.append(request))
+    first = client.create_key_pair(KeyName="skyc-retried")
+    [request] = sent
+    assert request.headers["amz-sdk-request"].startswith(b"attempt=1")
+    invocation = request.headers["amz-sdk-invocation-id"]
+    status, body = _send_again(request, 2, invocation)
+    assert status == 200 and first["KeyFingerprint"].encode() in body
+    assert [(i, a) for i, a, _ in proxy.replayed] == [(invocation.decode(), 2)]
+    pairs = _ec2(upstream).describe_key_pairs()["KeyPairs"]
+    assert [p["KeyName"] for p in pairs].count("skyc-retried") == 1
+    status, body = _send_again(request, 2, b"another-operation")
+    assert status == 400 and b"InvalidKeyPair.Duplicate" in body
+
+
+def test_a_retry_of_an_answered_request_gets_the_answer_again(moto: MotoServer) -> None:
     with FaultProxy(moto.url) as proxy:
-        client = _ec2(proxy.url)
-        client.meta.events.register("before-send.ec2.CreateKeyPair",
-                                    lambda request, **_: sent.append(request))
-        first = client.create_key_pair(KeyName="skyc-retried")
-        [request] = sent
-        assert request.headers["amz-sdk-request"].startswith(b"attempt=1")
+        _retried_key_pair(proxy.url, moto.url, proxy)
 
-        def again(attempt: int, invocation: bytes) -> tuple[int, bytes]:
-            headers = {k: (v.decode() if isinstance(v, bytes) else v)
-                       for k, v in request.headers.items()}
-            headers["amz-sdk-request"] = f"attempt={attempt}; max=3"
-            headers["amz-sdk-invocation-id"] = invocation.decode()
-            body = request.body.encode() if isinstance(request.body, str) else request.body
-            retry = urllib.request.Request(request.url, data=body, method="POST",
-                                           headers=headers)
-            try:
-                with urllib.request.urlopen(retry, timeout=30) as resp:
-                    return resp.status, resp.read()
-            except urllib.error.HTTPError as exc:
-                return exc.code, exc.read()
 
-        invocation = request.headers["amz-sdk-invocation-id"]
-        status, body = again(2, invocation)
-        assert status == 200 and first["KeyFingerprint"].encode() in body
-        assert [(i, a) for i, a, _ in proxy.replayed] == [(invocation.decode(), 2)]
-        pairs = _ec2(moto.url).describe_key_pairs()["KeyPairs"]
-        assert [p["KeyName"] for p in pairs].count("skyc-retried") == 1
-        status, body = again(2, b"another-operation")
-        assert status == 400 and b"InvalidKeyPair.Duplicate" in body
+def test_the_moto_fixture_s_url_is_a_replaying_front(tmp_path: Path) -> None:
+    """What the AWS tests reach (``start_moto``'s ``url``) replays a retry the same way,
+    with no fault rules: the provider's retries after a lost answer never run twice."""
+    with start_moto(tmp_path / "moto.log", skyc_amis=False) as server:
+        assert server.front is not None and server.url != server.upstream_url
+        _retried_key_pair(server.url, server.upstream_url, server.front)
+    assert server.front is None and server.process.poll() is not None
 
 
 @pytest.mark.parametrize("code", CODES)

@@ -1,6 +1,16 @@
 """A real moto server on a free loopback port, as a session-scoped pytest fixture.
 
 Tests point the AWS provider (``aws.endpoint_url``) and boto3 at ``server.url``.
+
+``server.url`` is a replaying front (a :class:`tests.support.fault_proxy.FaultProxy`
+with no rules) and ``server.upstream_url`` moto itself. Under load (four terraform
+applies on two cores) an answer now and then never reaches the provider, whose SDK
+then sends the same request again (the same ``amz-sdk-invocation-id``, attempt 2):
+moto would run it twice and a create fail with a duplicate error (CI saw
+``LimitExceeded`` adding a role to an instance profile, ``InvalidKeyPair.Duplicate``,
+``RouteAlreadyExists``, ``Resource.AlreadyAssociated``), where AWS's own front ends
+keep such retries from doing the work twice. The front answers a retry of a request
+it already answered with that answer, as the fault proxy does.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from typing import Any
 import pytest
 
 import skyc.compiler
+from tests.support.fault_proxy import FaultProxy
 
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -40,9 +51,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 class MotoServer:
     url: str
     process: subprocess.Popen[bytes]
+    upstream_url: str = ""
+    front: FaultProxy | None = None
 
     def reset(self) -> None:
-        request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")
+        base = self.upstream_url or self.url
+        request = urllib.request.Request(f"{base}/moto-api/reset", method="POST")
         urllib.request.urlopen(request, timeout=10).read()
 
     def client(self, service: str, region: str = "us-east-1") -> Any:
@@ -54,6 +68,9 @@ class MotoServer:
         )
 
     def stop(self) -> None:
+        if self.front is not None:
+            self.front.stop()
+            self.front = None
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -93,8 +110,12 @@ def write_amis(path: Path) -> Path:
     return path
 
 
-def start_moto(log: Path, host: str = "127.0.0.1", *, skyc_amis: bool = True) -> MotoServer:
-    """Start moto; with ``skyc_amis`` it knows skyc's image table instead of its own AMIs."""
+def start_moto(log: Path, host: str = "127.0.0.1", *, skyc_amis: bool = True,
+               front: bool = True) -> MotoServer:
+    """Start moto; with ``skyc_amis`` it knows skyc's image table instead of its own AMIs.
+
+    With ``front`` (the default) ``url`` is the replaying front (see the module's doc).
+    """
     port = free_port(host)
     env = {**os.environ, **CREDENTIALS}
     if skyc_amis:
@@ -111,9 +132,13 @@ def start_moto(log: Path, host: str = "127.0.0.1", *, skyc_amis: bool = True) ->
             raise RuntimeError(f"moto server exited: {log.read_text()[-2000:]}")
         try:
             urllib.request.urlopen(f"{url}/moto-api/", timeout=1).read()
-            return MotoServer(url=url, process=proc)
         except OSError:
             time.sleep(0.2)
+            continue
+        if not front:
+            return MotoServer(url=url, process=proc, upstream_url=url)
+        replaying = FaultProxy(upstream=url).start()
+        return MotoServer(url=replaying.url, process=proc, upstream_url=url, front=replaying)
     proc.kill()
     raise RuntimeError("moto server did not start within 60 s")
 

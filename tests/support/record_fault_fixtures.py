@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="skyc-faults-") as tmp, \
-            start_moto(Path(tmp) / "moto.log", skyc_amis=False) as moto, \
+            start_moto(Path(tmp) / "moto.log", skyc_amis=False, front=False) as moto, \
             FaultProxy(moto.url) as proxy:
         workdir = Path(tmp)
         ami = moto_ami(moto.url)
