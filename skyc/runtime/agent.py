@@ -824,11 +824,17 @@ def _apply(staging: str, target: str, old: dict[str, Any], meta: dict[str, Any])
         _remove(target)
     if not os.path.lexists(target):
         os.makedirs(os.path.dirname(target) or "/", exist_ok=True)
-        if staging:
+        if not staging:
+            os.makedirs(target, exist_ok=True)
+            return
+        try:
             os.rename(staging, target)
-        else:
-            os.makedirs(target)
-        return
+            return
+        except OSError:
+            if not os.path.isdir(target) or os.path.islink(target):
+                raise
+        # Another node on the same filesystem (a local cluster's nodes, a shared mount)
+        # put its copy there first: the changed files (all of them) are moved into it.
     for rel in sorted(meta["changed"], key=lambda p: p.count("/")):
         src = os.path.join(staging, rel)
         dest = os.path.join(target, rel)

@@ -198,3 +198,65 @@ def test_file_vanishing_during_sync_fails_cleanly(local_cluster: ClusterInfo,
         asyncio.run(go())
     remote = Path(local_cluster.nodes[0].node_dir or "") / "sky_workdir"
     assert (remote / "a.txt").read_text() == "one"
+
+
+def test_a_target_another_node_made_first_is_merged_into(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local cluster's nodes (or nodes sharing a mount) sync the same absolute target
+    at once: the node whose staging tree loses the race for the rename moves its files
+    into the tree the other node put there, instead of failing with ENOTEMPTY."""
+    import shutil
+
+    from skyc.runtime import agent
+
+    src = tmp_path / "src"
+    write(src, "d/x.txt", "x")
+    write(src, "top.txt", "top")
+    files = scan(src)
+    target = str(tmp_path / "shared" / "target")
+    staging = {name: tmp_path / "shared" / f".skyc-staging-{name}" for name in ("a", "b")}
+    for tree in staging.values():
+        shutil.copytree(src, tree)
+    renamed: list[str] = []
+    real_rename = os.rename
+
+    def other_node_first(source: str, dest: str) -> None:
+        if dest == target and not renamed:  # node a wins between b's check and rename
+            renamed.append(str(staging["a"]))
+            real_rename(staging["a"], dest)
+        real_rename(source, dest)
+
+    monkeypatch.setattr(os, "rename", other_node_first)
+    meta = {"files": files, "changed": sorted(files)}
+    agent._apply(str(staging["b"]), target, {"files": {}}, meta)
+    assert renamed and not os.path.lexists(staging["a"])
+    assert Path(target, "d", "x.txt").read_text() == "x"
+    assert Path(target, "top.txt").read_text() == "top"
+    assert sorted(p.name for p in Path(target).rglob("*")) == ["d", "top.txt", "x.txt"]
+
+
+def test_a_target_that_is_a_file_by_then_is_not_merged_into(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a directory put there meanwhile is merged into; anything else fails the sync
+    (the caller reports it and keeps the previous tree)."""
+    import shutil
+
+    from skyc.runtime import agent
+
+    src = tmp_path / "src"
+    write(src, "a.txt", "a")
+    staging = tmp_path / ".skyc-staging-b"
+    shutil.copytree(src, staging)
+    target = tmp_path / "target"
+    real_rename = os.rename
+
+    def file_first(source: str, dest: str) -> None:
+        (tmp_path / "elsewhere").mkdir()
+        target.symlink_to(tmp_path / "elsewhere")  # a link to a directory, then
+        real_rename(source, dest)
+
+    monkeypatch.setattr(os, "rename", file_first)
+    with pytest.raises(OSError):
+        agent._apply(str(staging), str(target), {"files": {}},
+                     {"files": scan(src), "changed": ["a.txt"]})
+    assert not (tmp_path / "elsewhere" / "a.txt").exists()
