@@ -29,7 +29,8 @@ class InstanceEntry:
     memory: float | None
     arch: str | None
     packed: str | list[Row]
-    default_family: bool = False  # of its cloud's default CPU families (``families``)
+    # of its cloud's default CPU families (``families``); None until first asked
+    default_family: bool | None = None
     host_only: bool = False
     _by_zone: dict[tuple[str, str | None], Row] | None = field(default=None, repr=False)
 
@@ -120,7 +121,17 @@ class CloudTable:
         yield from cheapest_per_place([*offers, *self._all_paired(q)], col == 3)
 
     def _types(self, q: OfferQuery) -> Iterator[InstanceEntry]:
+        if q.default_families_only:
+            for t in self.types:
+                self._mark_family(t)
         return (t for t in self.types if not t.host_only and _type_ok(t, q))
+
+    def _mark_family(self, t: InstanceEntry) -> bool:
+        """Whether ``t`` is of a default CPU family, read from its name once, when first
+        asked: most runs never ask, and reading each of Azure's types costs 1 ms."""
+        if t.default_family is None:
+            t.default_family = t.accelerator is None and is_default(self.cloud, t.name)
+        return t.default_family
 
     def _all_paired(self, q: OfferQuery) -> Iterator[Offer]:
         if q.accelerator is None and not q.any_accelerator and q.min_accelerator_memory_gib is None:
@@ -134,7 +145,7 @@ class CloudTable:
             cloud=self.cloud, region=row[0], zone=row[1], instance_type=t.name,
             accelerator=t.accelerator, accelerator_count=t.count,
             accelerator_memory_gib=t.acc_memory, vcpus=t.vcpus, memory_gib=t.memory,
-            price=row[2], spot_price=row[3], arch=t.arch, default_family=t.default_family,
+            price=row[2], spot_price=row[3], arch=t.arch, default_family=self._mark_family(t),
         )
 
     def _paired(self, a: AcceleratorEntry, q: OfferQuery) -> Iterator[Offer]:
@@ -194,7 +205,6 @@ class CloudTable:
         for name, acc, count, accmem, vcpus, mem, arch, rows in data["types"]:
             types.append(InstanceEntry(
                 name, acc, count, accmem, vcpus, mem, arch, _rows_of(rows),
-                default_family=acc is None and is_default(cloud, name),
                 host_only=bool(data["accelerators"]) and hosts.host_only(name),
             ))
         accs = [AcceleratorEntry(n, c, m, _rows_of(rows))

@@ -86,9 +86,10 @@ def _usage_name(self: Any) -> str:
 def _no_converter_for_absent_values() -> None:
     """typer releases that convert values through pydantic build a TypeAdapter for every
     parameter of the command run, the ones not given on the command line too (whose
-    value is None): about 0.4 ms each. An absent value needs no converter, so the
-    parameter's value is settled as typer settles it (None, or () for a list) without
-    one; given values go through typer as before."""
+    value is None): about 0.4 ms each, and importing the adapters' module another 10 ms.
+    An absent value needs no converter, so the parameter's value is settled as typer
+    settles it (None, or () for a list) without one; so are the values of the plainest
+    parameters (:func:`_plain_value`). Every other value goes through typer as before."""
     try:
         from typer._click.exceptions import MissingParameter
         from typer.core import _TyperParameter
@@ -100,8 +101,11 @@ def _no_converter_for_absent_values() -> None:
 
     def process_value(self: Any, ctx: Any, value: Any) -> Any:
         if value is not None:
-            return converts(self, ctx, value)
-        if self.multiple or self.nargs == -1:
+            plain = _plain_value(self, ctx, value)
+            if plain is _TYPER:
+                return converts(self, ctx, value)
+            value = plain
+        elif self.multiple or self.nargs == -1:
             value = ()
         if self.required and self.value_is_missing(value):
             raise MissingParameter(ctx=ctx, param=self)
@@ -110,6 +114,49 @@ def _no_converter_for_absent_values() -> None:
         return value
 
     setattr(_TyperParameter, "process_value", process_value)  # noqa: B010
+
+
+_TYPER = object()  # "let typer convert it"
+
+
+def _plain_value(param: Any, ctx: Any, value: Any) -> Any:
+    """``value`` as typer's converter makes it, for a parameter of type ``str``, ``Path``
+    or a list of either with no parser of its own: a str stays as it is, a list of them
+    becomes a list, a path becomes a ``Path`` checked by typer's own path rules
+    (``exists``, ``dir_okay``, ...). ``_TYPER`` for anything else, which typer converts
+    (and refuses with its own message)."""
+    from typing import get_args, get_origin
+
+    desc = getattr(param, "type_descriptor", None)
+    info = getattr(desc, "parameter_info", None)
+    if desc is None or info is None or getattr(info, "parser", True) is not None \
+            or getattr(desc, "file_annotation", True) is not None:
+        return _TYPER
+    kind = desc.annotation
+    if param.multiple or param.nargs != 1:
+        if get_origin(kind) is not list or not isinstance(value, (list, tuple)):
+            return _TYPER
+        [kind] = get_args(kind) or [None]
+        items = [_plain_item(param, ctx, info, kind, item) for item in value]
+        return _TYPER if any(item is _TYPER for item in items) else items
+    return _plain_item(param, ctx, info, kind, value)
+
+
+def _plain_item(param: Any, ctx: Any, info: Any, kind: Any, value: Any) -> Any:
+    if not isinstance(value, str):
+        return _TYPER
+    if kind is str:
+        return value
+    if kind is Path and getattr(info, "path_type", True) is None \
+            and not getattr(info, "allow_dash", True) and value and "\0" not in value:
+        try:
+            from typer._param_types import coerce_cli_path
+        except ImportError:
+            return _TYPER
+        # checked as the text given (typer's messages quote it), then made a Path
+        checked = coerce_cli_path(value, info, path_type=None, param=param, ctx=ctx)
+        return Path(os.fsdecode(checked))
+    return _TYPER
 
 
 _registered: set[str] = set()

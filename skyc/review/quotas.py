@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from skyc.review.policy import Usage
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skyc.review.policy import Usage
 
 _IDLE = ("STOPPED", "FAILED")
 
@@ -11,11 +14,19 @@ _IDLE = ("STOPPED", "FAILED")
 def usage_from_state() -> Usage:
     """GPUs and $/hour per cluster in ``$SKYC_HOME/state.db`` (none when it is absent:
     reading never creates it)."""
+    from skyc.review.policy import Usage
+
+    return Usage(clusters=clusters_in_use())
+
+
+def clusters_in_use() -> dict[str, tuple[float, float]]:
+    """Cluster name -> (GPUs, $/hour total) of every cluster in ``$SKYC_HOME/state.db``
+    that is not stopped (a plan's cost section reads this without the policy's models)."""
     from skyc.config import skyc_home
 
     path = skyc_home() / "state.db"
     if not path.exists():
-        return Usage()
+        return {}
     from skyc.state import StateDB
 
     with StateDB(path) as db:
@@ -27,7 +38,7 @@ def usage_from_state() -> Usage:
         acc = r.placement.get("accelerators") or {}
         nodes = int(r.placement.get("num_nodes") or 1)
         out[r.name] = (sum(float(v) for v in acc.values()) * nodes, r.hourly_cost)
-    return Usage(clusters=out)
+    return out
 
 
 def current_user(labels: dict[str, str], env: dict[str, str]) -> str | None:

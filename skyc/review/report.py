@@ -21,9 +21,9 @@ def _money(hourly: float) -> dict[str, float]:
 def cost_section(doc: dict[str, Any], clusters: list[str], hours: float | None = None
                  ) -> dict[str, Any]:
     """``--format json``'s ``cost``: per cluster and in total."""
-    from skyc.review.quotas import usage_from_state
+    from skyc.review.quotas import clusters_in_use
 
-    now = usage_from_state().clusters
+    now = clusters_in_use()
     per: list[dict[str, Any]] = []
     for task, cluster in zip(doc["tasks"], clusters, strict=True):
         before = now.get(cluster, (0.0, 0.0))[1]
