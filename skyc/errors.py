@@ -28,8 +28,7 @@ The tree::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Scope = Literal["placement", "zone", "region", "cloud"]
 
@@ -48,8 +47,7 @@ class SkycError(Exception):
         return self.message
 
 
-@dataclass(frozen=True)
-class SpecProblem:
+class SpecProblem(NamedTuple):
     """One thing wrong in a task file."""
 
     file: str
@@ -94,8 +92,7 @@ class UnsupportedFeature(SkycError):
     """Valid input that skyc, or the chosen target, does not support."""
 
 
-@dataclass
-class ProvisionFailure:
+class ProvisionFailure(NamedTuple):
     """Structured detail of a provisioning failure (used by failover)."""
 
     code: str
@@ -105,7 +102,12 @@ class ProvisionFailure:
     region: str | None = None
     zone: str | None = None
     resource: str | None = None
-    raw: str = field(default="", repr=False)
+    raw: str = ""  # the engine's own words: left out of repr
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields[:-1], self[:-1],
+                                                          strict=True))
+        return f"ProvisionFailure({shown})"
 
 
 class ProvisionError(SkycError):

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from skyc.config import SkycConfig
 
@@ -27,8 +26,7 @@ CLOUDS = ("aws", "gcp", "azure", "kubernetes")
 _ALIASES = {"k8s": "kubernetes"}
 
 
-@dataclass(frozen=True)
-class InfraStatus:
+class InfraStatus(NamedTuple):
     name: str          # aws, gcp, azure, kubernetes, local, ssh/<pool>
     enabled: bool
     reason: str
@@ -146,8 +144,7 @@ def explicit_infra(tasks: Iterable[Any], cli_infra: str | None = None) -> list[s
     return names
 
 
-@dataclass(frozen=True)
-class PlanScope:
+class PlanScope(NamedTuple):
     """What a plan covers, and what it left out.
 
     ``names``: the infra planned over (priced clouds, ``local``, ``ssh/<pool>``).

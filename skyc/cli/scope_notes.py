@@ -32,13 +32,12 @@ def cheaper_elsewhere(tasks: Sequence[Any], plan: Plan, scope: PlanScope, config
     is cheaper than ``plan`` (per hour, for every task): the clouds and the price."""
     if not scope.disabled or target != "cost":
         return None
-    from dataclasses import replace
 
     from skyc.errors import SkycError
     from skyc.infra import catalog_for, missing_credentials
     from skyc.optimizer import optimize
 
-    other_scope = replace(scope, names=frozenset(scope.disabled))
+    other_scope = scope._replace(names=frozenset(scope.disabled))
     try:
         cat = catalog_for(config, tasks, infra=infra, catalog_dir=catalog_dir, scope=other_scope)
         other = optimize(list(tasks), cat, infra=infra, edges=[] if parallel else None)

@@ -9,8 +9,7 @@ cost`` and the estimated hours for ``--optimize time``. An offer the config mark
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from skyc.catalog.offer import Offer
 from skyc.optimizer.plan import Placement
@@ -18,8 +17,7 @@ from skyc.optimizer.plan import Placement
 Target = Literal["cost", "time"]
 
 
-@dataclass(frozen=True, slots=True)
-class Choice:
+class Choice(NamedTuple):
     offer: Offer
     candidate_index: int
     preference: int

@@ -13,7 +13,6 @@ to, every task is ranked as before (per hour, or by the time model).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from skyc.optimizer.choice import Choice, Target
@@ -45,7 +44,7 @@ def with_run_hours(names: Sequence[str], options: Sequence[Sequence[Choice]],
             hours = step_hours(name, c.placement(), d)
             if hours is None:
                 return None
-            row.append(replace(c, run_hours=hours))
+            row.append(c._replace(run_hours=hours))
         out.append(row)
     return out
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 from skyc.catalog.offer import Offer, OfferQuery
 from skyc.errors import InfeasibleError, SkycError
@@ -62,11 +61,11 @@ def reason(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike,
         q = build_query(cand, catalog, where)
     except SkycError as exc:
         return str(exc)
-    anywhere = replace(q, cloud=None, region=None, zone=None, cheapest=None)
+    anywhere = q._replace(cloud=None, region=None, zone=None, cheapest=None)
     spot = cand.use_spot
     acc = cand.accelerator
     if q.accelerator is not None and acc is not None:
-        sizes = catalog.offers(replace(anywhere, accelerator_count=None, cpus=None,
+        sizes = catalog.offers(anywhere._replace(accelerator_count=None, cpus=None,
                                        memory_gib=None, instance_type=None))
         counts = sorted({o.accelerator_count for o in sizes if o.elastic})
         if any(not o.elastic and o.accelerator_count >= acc.count for o in sizes):
@@ -83,7 +82,7 @@ def reason(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike,
         return f"no instance type '{q.instance_type}' in the catalog"
     everywhere = matching_offers(anywhere, cand, catalog)
     if not everywhere:
-        relaxed = catalog.offers(replace(anywhere, cpus=None, memory_gib=None))
+        relaxed = catalog.offers(anywhere._replace(cpus=None, memory_gib=None))
         if relaxed:
             top_cpu = max((o.vcpus or 0) for o in relaxed)
             top_mem = max((o.memory_gib or 0) for o in relaxed)
@@ -92,7 +91,7 @@ def reason(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike,
         return f"nothing in the catalog matches {describe(cand)}"
     if spot and all(o.spot_price is None for o in everywhere):
         return f"no spot offer for {describe(cand)}; on demand: {_nearest(everywhere, False)}"
-    here = matching_offers(replace(q, cheapest=None), cand, catalog)
+    here = matching_offers(q._replace(cheapest=None), cand, catalog)
     if not here:
         return (f"no offer for {describe(cand, where=False)} in "
                 f"{'/'.join(p for p in where if p)}; nearest "

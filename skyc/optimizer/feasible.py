@@ -17,7 +17,6 @@ default CPU families, as SkyPilot places them (:func:`matching_offers`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from skyc.catalog.families import DEFAULT_CPUS, MEMORY_PER_VCPU
 from skyc.catalog.offer import Offer, OfferQuery
@@ -84,16 +83,16 @@ def matching_offers(query: OfferQuery, cand: ResourceCandidate, catalog: Catalog
     memory. Fixed machines (this machine, SSH pools, Kubernetes) are taken as they are."""
     if not _cpu_only(cand):
         return catalog.offers(query)
-    fixed = catalog.offers(replace(query, kind="fixed"))
-    own = replace(query, kind="elastic")
+    fixed = catalog.offers(query._replace(kind="fixed"))
+    own = query._replace(kind="elastic")
     if cand.cpus is None and cand.memory is None:
-        own = replace(own, cpus=DEFAULT_CPUS)
-    defaults = catalog.offers(replace(
-        own, default_families_only=True,
+        own = own._replace(cpus=DEFAULT_CPUS)
+    defaults = catalog.offers(own._replace(
+        default_families_only=True,
         min_memory_per_vcpu=MEMORY_PER_VCPU if cand.memory is None else None))
     have = {o.cloud for o in defaults}
     clouds = [query.cloud] if query.cloud else catalog.clouds
-    rest = [o for c in clouds if c not in have for o in catalog.offers(replace(own, cloud=c))]
+    rest = [o for c in clouds if c not in have for o in catalog.offers(own._replace(cloud=c))]
     return defaults + rest + fixed
 
 
@@ -130,9 +129,9 @@ def candidate_choices(cand: ResourceCandidate, num_nodes: int, catalog: CatalogL
         elif o.accelerator and cand.accelerator is not None:
             # a fixed machine: the task gets what it asked for, not the whole machine
             acc = {o.accelerator: cand.accelerator.count}
-            used = replace(o, accelerator_count=cand.accelerator.count)
+            used = o._replace(accelerator_count=cand.accelerator.count)
         elif not o.elastic:
-            used = replace(o, accelerator=None, accelerator_count=0)
+            used = o._replace(accelerator=None, accelerator_count=0)
         out.append(Choice(
             offer=o, candidate_index=cand.index, preference=cand.preference,
             num_nodes=num_nodes, use_spot=cand.use_spot, hourly_cost=price * num_nodes,

@@ -16,8 +16,7 @@ proportional to relative throughput x count per node).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,8 +33,7 @@ Execution = Literal["serial", "parallel"]
 DurationSource = Literal["task", "time model"]
 
 
-@dataclass(frozen=True)
-class StepDuration:
+class StepDuration(NamedTuple):
     """A task's duration as given: ``hours`` on the chosen placement, or on
     ``measured_on`` (accelerator name and count per node) when that is set."""
 

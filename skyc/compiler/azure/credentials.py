@@ -22,9 +22,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from skyc.compiler.azure.config import AzureConfig, is_subscription_id
 
@@ -42,8 +41,7 @@ LOGIN_HELP = ("run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and "
               "AZURE_CLIENT_SECRET for a service principal")
 
 
-@dataclass(frozen=True)
-class AzureCredentials:
+class AzureCredentials(NamedTuple):
     """What was found: the login, the subscription, and in words how they were found.
 
     ``ok`` is False when skyc could not provision from here; ``reason`` then says

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal, NamedTuple, cast
 
 from skyc.compiler.gcp.config import GcpConfig, is_project_id
 from skyc.config import SkycConfig
@@ -44,8 +43,7 @@ PROJECT_HELP = ("set `gcp: {project: <id>}` in the config, or GOOGLE_CLOUD_PROJE
                 "`gcloud config set project <id>`")
 
 
-@dataclass(frozen=True)
-class GcpCredentials:
+class GcpCredentials(NamedTuple):
     """What was found, and in words how. No field ever holds a secret.
 
     ``ok`` is False when skyc could not provision from here (no usable

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -23,8 +22,7 @@ HELP = ("point KUBECONFIG at a kubeconfig file, or create ~/.kube/config "
         "(e.g. `gcloud container clusters get-credentials`, `aws eks update-kubeconfig`)")
 
 
-@dataclass(frozen=True)
-class KubeContextInfo:
+class KubeContextInfo(NamedTuple):
     name: str
     cluster: str | None = None
     user: str | None = None
@@ -32,8 +30,7 @@ class KubeContextInfo:
     server: str | None = None
 
 
-@dataclass(frozen=True)
-class Kubeconfig:
+class Kubeconfig(NamedTuple):
     """What the kubeconfig holds (``ok``/``reason``/``hint`` as every target reports)."""
 
     ok: bool
@@ -42,7 +39,7 @@ class Kubeconfig:
     paths: tuple[Path, ...] = ()
     contexts: tuple[KubeContextInfo, ...] = ()
     current: str | None = None
-    problems: tuple[str, ...] = field(default=())
+    problems: tuple[str, ...] = ()
 
     def context(self, name: str | None = None) -> KubeContextInfo | None:
         """The named context, or the current one."""

@@ -8,7 +8,6 @@ is one, else from the pools the config describes. Region = context name.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from skyc.catalog.offer import Offer
@@ -90,7 +89,7 @@ def offers_for(config: SkycConfig, context: str | None = None, *, home: Path | N
     kube = config.kubernetes
     names = [context] if context else known_contexts(kube, home)
     offers = [o for name in names for o in context_offers(kube, name, home).offers]
-    return [replace(o, preferred=True) for o in offers] if kube.prefer else offers
+    return [o._replace(preferred=True) for o in offers] if kube.prefer else offers
 
 
 MAX_NOTES = 5  # lines of left-out nodes shown per context
