@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from skyc.catalog import hosts
@@ -19,20 +18,37 @@ from skyc.catalog.offer import Offer, OfferQuery, quantity_ok
 
 Row = tuple[str, "str | None", "float | None", "float | None"]  # region, zone, price, spot
 
-@dataclass(slots=True)
 class InstanceEntry:
-    name: str
-    accelerator: str | None
-    count: float
-    acc_memory: float | None
-    vcpus: float | None
-    memory: float | None
-    arch: str | None
-    packed: str | list[Row]
-    # of its cloud's default CPU families (``families``); None until first asked
-    default_family: bool | None = None
-    host_only: bool = False
-    _by_zone: dict[tuple[str, str | None], Row] | None = field(default=None, repr=False)
+    """One instance type: its specs, and its rows (parsed from ``packed`` on first use).
+
+    The table's classes are plain classes: a dataclass's methods are compiled when the
+    module is imported (about 1 ms each here), and every plan imports this one."""
+
+    __slots__ = (
+        "_by_zone",
+        "acc_memory",
+        "accelerator",
+        "arch",
+        "count",
+        "default_family",
+        "host_only",
+        "memory",
+        "name",
+        "packed",
+        "vcpus",
+    )
+
+    def __init__(self, name: str, accelerator: str | None, count: float,
+                 acc_memory: float | None, vcpus: float | None, memory: float | None,
+                 arch: str | None, packed: str | list[Row], *, host_only: bool = False
+                 ) -> None:
+        self.name, self.accelerator, self.count = name, accelerator, count
+        self.acc_memory, self.vcpus, self.memory, self.arch = acc_memory, vcpus, memory, arch
+        self.packed = packed
+        # of its cloud's default CPU families (``families``); None until first asked
+        self.default_family: bool | None = None
+        self.host_only = host_only
+        self._by_zone: dict[tuple[str, str | None], Row] | None = None
 
     @property
     def rows(self) -> list[Row]:
@@ -46,14 +62,14 @@ class InstanceEntry:
         return self._by_zone.get((region, zone))
 
 
-@dataclass(slots=True)
 class AcceleratorEntry:
     """An accelerator priced alone (GCP): ``count`` of them, per region/zone."""
 
-    name: str
-    count: float
-    memory: float | None
-    packed: str | list[Row]
+    __slots__ = ("count", "memory", "name", "packed")
+
+    def __init__(self, name: str, count: float, memory: float | None,
+                 packed: str | list[Row]) -> None:
+        self.name, self.count, self.memory, self.packed = name, count, memory, packed
 
     @property
     def rows(self) -> list[Row]:
@@ -62,13 +78,15 @@ class AcceleratorEntry:
         return self.packed
 
 
-@dataclass
 class CloudTable:
-    cloud: str
-    types: list[InstanceEntry]
-    accelerators: list[AcceleratorEntry] = field(default_factory=list)
-    _medians: dict[tuple[str, str | None, float], float | None] = field(
-        default_factory=dict, repr=False, compare=False)
+    """One cloud's instance types and separately priced accelerators."""
+
+    def __init__(self, cloud: str, types: list[InstanceEntry],
+                 accelerators: list[AcceleratorEntry] | None = None) -> None:
+        self.cloud = cloud
+        self.types = types
+        self.accelerators = accelerators if accelerators is not None else []
+        self._medians: dict[tuple[str, str | None, float], float | None] = {}
 
     def accelerator_names(self) -> set[str]:
         names = {t.accelerator for t in self.types if t.accelerator}

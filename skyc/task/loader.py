@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from pydantic import ValidationError
@@ -33,14 +32,13 @@ _ENV_NAME = re.compile(ENV_NAME_PATTERN)
 _VAR_REF = re.compile(r"\$\{([a-zA-Z_][a-zA-Z0-9_]*)\}|\$([a-zA-Z_][a-zA-Z0-9_]*)")
 
 
-@dataclass
-class TaskFile:
-    """A loaded task file."""
+class TaskFile(NamedTuple):
+    """A loaded task file (a named tuple: see ``skyc.catalog.offer``)."""
 
     path: Path
     header: JobGroupHeader | None
     tasks: list[Task]
-    warnings: list[SpecProblem] = field(default_factory=list)
+    warnings: list[SpecProblem]
 
     def dump(self) -> list[dict[str, Any]]:
         """Every document, normalized (header first when there is one)."""
