@@ -14,7 +14,6 @@ there) and :func:`check_reshape` (refused while they run, unless allowed).
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -182,18 +181,17 @@ _MACHINE = ("cloud", "region", "zone", "instance_type", "use_spot")
 _ENDED = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "CANCELLED"})
 
 
-@dataclass
 class Reshape:
     """What applying another shape to a cluster that is up removes: ``removed`` nodes
     (replaced ones included), ``resources`` the engine deletes or replaces, and
-    ``busy``: the unfinished jobs on those nodes (job id -> what it is)."""
+    ``busy``: the unfinished jobs on those nodes (job id -> what it is). A plain class:
+    a dataclass's methods are compiled when its module is imported, on every exec."""
 
-    cluster: ClusterInfo
-    after: int
-    removed: list[str]
-    busy: dict[int, str] = field(default_factory=dict)
-    resources: list[str] = field(default_factory=list)
-    unknown: str | None = None   # why the jobs on the removed nodes could not be read
+    def __init__(self, cluster: ClusterInfo, after: int, removed: list[str]) -> None:
+        self.cluster, self.after, self.removed = cluster, after, removed
+        self.busy: dict[int, str] = {}
+        self.resources: list[str] = []
+        self.unknown: str | None = None  # why the jobs on the removed nodes could not be read
 
     def summary(self) -> str:
         name = self.cluster.name

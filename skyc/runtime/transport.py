@@ -12,9 +12,8 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from skyc.errors import TransportError
 from skyc.nodes import Node
@@ -23,8 +22,7 @@ OutputSink = Callable[[bytes], None]
 StdinSource = bytes | AsyncIterator[bytes] | None
 
 
-@dataclass
-class CommandResult:
+class CommandResult(NamedTuple):
     exit_code: int
     stdout: bytes
     stderr: bytes
