@@ -53,6 +53,8 @@ _KILL_GRACE_S = 30.0
 # How long plan/apply/destroy wait for the state lock, e.g. held by a terraform
 # that outlived an interrupted skyc and is still saving what it created.
 LOCK_TIMEOUT_S = 300
+# How often a run that lost the race for the state lock (``lost_lock_race``) is tried.
+LOCK_RACE_TRIES = 5
 
 
 def find_binary() -> str:
@@ -123,7 +125,26 @@ class TerraformEngine:
         on_line: ProgressCallback | None = None,
         json_lines: bool = False,
     ) -> tuple[int, list[str], list[Diagnostic]]:
-        """Run terraform; returns (exit code, stdout lines, error diagnostics)."""
+        """Run terraform; returns (exit code, stdout lines, error diagnostics). A run
+        that lost the race for the state lock (:func:`lost_lock_race`) did nothing and
+        runs again, after a short pause, up to :data:`LOCK_RACE_TRIES` times."""
+        for attempt in range(1, LOCK_RACE_TRIES + 1):
+            rc, lines, diags = self._run_once(op, args, timeout_s=timeout_s, on_line=on_line,
+                                              json_lines=json_lines)
+            if rc == 0 or attempt == LOCK_RACE_TRIES or not lost_lock_race(lines, diags):
+                break
+            time.sleep(0.5 * attempt)
+        return rc, lines, diags
+
+    def _run_once(
+        self,
+        op: str,
+        args: list[str],
+        *,
+        timeout_s: float,
+        on_line: ProgressCallback | None,
+        json_lines: bool,
+    ) -> tuple[int, list[str], list[Diagnostic]]:
         log_path = self._log_path(op)
         self.last_log = log_path
         cmd = [self.binary, *args]
@@ -353,6 +374,17 @@ class TerraformEngine:
         if progress is not None:
             progress(ProgressEvent(kind="summary", elapsed_s=time.monotonic() - started,
                                    message="destroyed"))
+
+
+def lost_lock_race(lines: list[str], diagnostics: list[Diagnostic]) -> bool:
+    """Whether terraform failed to take the state lock while another terraform was
+    taking or releasing it: the lock was held, and its holder's lock file was not there
+    to be read (``open .terraform.tfstate.lock.info: no such file or directory``).
+    terraform waits out ``-lock-timeout`` only for a holder it can name, so two
+    refreshes of one stack at once (a controller and ``skyc status --refresh``) fail
+    so now and then. Nothing was run: running again is safe."""
+    text = "\n".join([*lines, *(f"{d.summary}\n{d.detail}" for d in diagnostics)])
+    return "Error acquiring the state lock" in text and ".lock.info" in text
 
 
 def init_key(stack: Stack) -> str:
