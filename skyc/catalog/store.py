@@ -19,6 +19,8 @@ from skyc.catalog.table import CloudTable
 from skyc.errors import CatalogError
 
 BUNDLED_DIR = Path(__file__).parent / "data"
+# A decoded catalog's cache holds its file's path, size, change time and Python version
+CacheKey = tuple[str, int, int, int, int]
 KNOWN_CLOUDS = ("aws", "azure", "gcp")
 
 
@@ -60,8 +62,8 @@ def read_compact(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise CatalogError(f"{path}: unreadable catalog: {exc}",
                            hint="run 'skyc catalog update --from DIR' again") from None
-    cache = _cache_path(path, stat.st_size, stat.st_mtime_ns)
-    cached = _read_cache(cache)
+    cache, key = _cache_path(path, stat.st_size, stat.st_mtime_ns)
+    cached = _read_cache(cache, key)
     if cached is not None:
         return cached
     try:
@@ -72,39 +74,43 @@ def read_compact(path: Path) -> dict[str, Any]:
                            hint="run 'skyc catalog update --from DIR' again") from None
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: not a catalog")
-    _write_cache(cache, data)
+    _write_cache(cache, key, data)
     return data
 
 
 # Decompressing and parsing a cloud's catalog takes 5 to 10 ms (Azure's holds 1.6 MB of
-# JSON); its data kept in marshal's format loads in 1. The cache is derived data,
-# under $SKYC_HOME/cache, named for the catalog file's path, size and change time and
-# for this Python (marshal's format is its own): a catalog that changes is read again.
+# JSON); its data kept in marshal's format loads in 1. The cache is derived data, under
+# $SKYC_HOME/cache, one file per catalog file, and holds the catalog file's path, size
+# and change time and this Python's version (marshal's format is its own) beside the
+# data: a catalog that changes, or a cache of another, is read again. The file's name
+# takes a CRC of the path, not a hash: hashlib loads OpenSSL, 1 to 5 ms of every plan.
 
 
-def _cache_path(path: Path, size: int, mtime_ns: int) -> Path:
-    import hashlib
+def _cache_path(path: Path, size: int, mtime_ns: int) -> tuple[Path, CacheKey]:
     import sys
 
     from skyc.home import skyc_home
 
-    where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-    version = f"{size}\0{mtime_ns}\0{sys.version_info[:2]}".encode()
-    name = f"{path.name.split('.')[0]}-{where}-{hashlib.sha256(version).hexdigest()[:12]}"
-    return skyc_home() / "cache" / "catalog" / f"{name}.marshal"
+    where = str(path.resolve())
+    key: CacheKey = (where, size, mtime_ns, sys.version_info[0], sys.version_info[1])
+    name = f"{path.name.split('.')[0]}-{zlib.crc32(where.encode()):08x}"
+    return skyc_home() / "cache" / "catalog" / f"{name}.marshal", key
 
 
-def _read_cache(cache: Path) -> dict[str, Any] | None:
+def _read_cache(cache: Path, key: CacheKey) -> dict[str, Any] | None:
     import marshal
 
     try:
-        data = marshal.loads(cache.read_bytes())
+        stored = marshal.loads(cache.read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         return None
+    if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key):
+        return None
+    data = stored[1]
     return data if isinstance(data, dict) else None
 
 
-def _write_cache(cache: Path, data: dict[str, Any]) -> None:
+def _write_cache(cache: Path, key: CacheKey, data: dict[str, Any]) -> None:
     """Best effort: a home that cannot be written to only loses the speed-up."""
     import contextlib
     import marshal
@@ -113,10 +119,7 @@ def _write_cache(cache: Path, data: dict[str, Any]) -> None:
     tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        same_file = cache.name.rsplit("-", 1)[0]
-        for old in cache.parent.glob(f"{same_file}-*.marshal"):
-            old.unlink(missing_ok=True)  # the cache of an older version of this file
-        tmp.write_bytes(marshal.dumps(data))
+        tmp.write_bytes(marshal.dumps((key, data)))
         tmp.replace(cache)
     except (OSError, ValueError):
         with contextlib.suppress(OSError):

@@ -52,3 +52,15 @@ def test_a_home_that_cannot_hold_a_cache_only_loses_speed(home: Path) -> None:
     data = read_compact(BUNDLED_DIR / "aws.json.gz")
     assert data["cloud"] == "aws" and data["types"]
     assert not list(home.glob("cache/**/*.tmp"))
+
+
+def test_a_cache_of_another_catalog_is_read_past(home: Path) -> None:
+    """A cache file's name is a CRC of the catalog's path; the path, size, change time
+    and Python version kept inside it decide whether it is used: another catalog's data
+    under that name (or a stale one) is never taken for this one."""
+    aws = read_compact(BUNDLED_DIR / "aws.json.gz")
+    gcp = read_compact(BUNDLED_DIR / "gcp.json.gz")
+    by_cloud = {c.name.split("-")[0]: c for c in _caches(home)}
+    by_cloud["aws"].write_bytes(by_cloud["gcp"].read_bytes())
+    assert read_compact(BUNDLED_DIR / "aws.json.gz") == aws != gcp
+    assert read_compact(BUNDLED_DIR / "gcp.json.gz") == gcp
