@@ -19,6 +19,7 @@ reshape removed since (their stored logs, the recorded code).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +155,11 @@ def hourly_cost_after(record: ClusterRecord, status: str) -> float | None:
         return None
 
 
+# A refresh is read-only: one that failed (a connection cut, a throttled read) while a
+# recovery asks what the cloud says of its lost node is run again after this pause (s).
+CLOUD_VIEW_RETRY_PAUSES_S = (2.0,)
+
+
 def cloud_view(cluster: str) -> str:
     """What the cloud says of a cluster whose node stopped answering, read through its
     engine (``; the cloud reports aws_instance.node_0 gone``), for a recovery's reason;
@@ -166,10 +172,12 @@ def cloud_view(cluster: str) -> str:
     try:
         with StateDB() as db:
             record = db.get_cluster(cluster)
-        if record is None or not tells_node_states(record.cloud):
-            return ""  # (a refresh there would only delay the recovery)
-        seen = observe(record)
     except (SkycError, OSError):
+        return ""
+    if record is None or not tells_node_states(record.cloud):
+        return ""  # (a refresh there would only delay the recovery)
+    seen = _observed_again_if_need_be(record)
+    if seen is None:
         return ""
     parts = []
     if seen.gone:
@@ -177,6 +185,21 @@ def cloud_view(cluster: str) -> str:
     if seen.stopped:
         parts.append(", ".join(seen.stopped) + " stopped")
     return f"; the cloud reports {'; '.join(parts)}" if parts else ""
+
+
+def _observed_again_if_need_be(record: ClusterRecord) -> Observed | None:
+    """``observe(record)``, run again after a pause when it fails; None when it fails
+    again (a refresh changes nothing, so running it twice is safe)."""
+    from skyc.errors import SkycError
+
+    for pause in (*CLOUD_VIEW_RETRY_PAUSES_S, None):
+        try:
+            return observe(record)
+        except (SkycError, OSError):
+            if pause is None:
+                return None
+            time.sleep(pause)
+    return None
 
 
 def probe(record: ClusterRecord) -> tuple[str, str]:

@@ -142,7 +142,8 @@ run: |
     done = wait_for(jobs, 1, lambda j: j["status"] in (
         "SUCCEEDED", "FAILED", "FAILED_SETUP", "FAILED_NO_RESOURCE", "CANCELLED"),
         timeout=900)
-    assert done["status"] == "SUCCEEDED", done
+    assert done["status"] == "SUCCEEDED", (
+        done, jobs("jobs", "logs", "1", "--controller", timeout=120).output)
     assert "job ran as ubuntu" in jobs.ok("jobs", "logs", "1", timeout=120).stdout
     # The job was supervised (and its cluster provisioned) on the controller's node,
     # with the node's own state; this machine holds no job cluster.
