@@ -119,6 +119,9 @@ def _write_cache(cache: Path, key: CacheKey, data: dict[str, Any]) -> None:
     tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
+        stem = cache.name.split("-", 1)[0]
+        for old in cache.parent.glob(f"{stem}-*-*.marshal"):
+            old.unlink(missing_ok=True)  # named as earlier releases named the cache
         tmp.write_bytes(marshal.dumps((key, data)))
         tmp.replace(cache)
     except (OSError, ValueError):

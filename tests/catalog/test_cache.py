@@ -64,3 +64,11 @@ def test_a_cache_of_another_catalog_is_read_past(home: Path) -> None:
     by_cloud["aws"].write_bytes(by_cloud["gcp"].read_bytes())
     assert read_compact(BUNDLED_DIR / "aws.json.gz") == aws != gcp
     assert read_compact(BUNDLED_DIR / "gcp.json.gz") == gcp
+
+
+def test_a_cache_named_as_earlier_releases_named_it_is_removed(home: Path) -> None:
+    old = home / "cache" / "catalog" / "aws-0123456789ab-ba9876543210.marshal"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"stale")
+    read_compact(BUNDLED_DIR / "aws.json.gz")
+    assert not old.exists() and len(_caches(home)) == 1
