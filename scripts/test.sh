@@ -24,6 +24,8 @@ python3 -m mypy --strict skyc
 # its test process). Those that drive terraform's AWS provider against moto spend most
 # of their time waiting on the provider's polling: they run four at a time (those
 # sharing the stand-in VMs, marked xdist_group("stand-in-vms"), in one worker one after
-# another).
+# another). Four terraform applies on two cores now and then lose an answer on loopback
+# (the AWS SDK then fails a read, or sends a request again); an AWS test that fails is
+# run once more, and the summary says so ("1 rerun"): one that fails twice fails the run.
 python3 -m pytest -q -m "not aws" -n 2 --dist loadgroup "$@"
-python3 -m pytest -q -m aws -n 4 --dist loadgroup "$@"
+python3 -m pytest -q -m aws -n 4 --dist loadgroup --reruns 1 --reruns-delay 5 "$@"
