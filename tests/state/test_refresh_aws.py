@@ -65,9 +65,9 @@ def _note(row: dict[str, Any]) -> str:
     return str(refreshes[-1]["message"]) if refreshes else ""
 
 
-def _instances(moto: MotoServer) -> list[dict[str, Any]]:
+def _instances(moto: MotoServer, cluster: str = "box") -> list[dict[str, Any]]:
     found = moto.client("ec2").describe_instances(
-        Filters=[{"Name": "tag:skyc-cluster", "Values": ["box"]}])["Reservations"]
+        Filters=[{"Name": "tag:skyc-cluster", "Values": [cluster]}])["Reservations"]
     return [i for r in found for i in r["Instances"]
             if i["State"]["Name"] not in ("terminated", "shutting-down")]
 
@@ -122,3 +122,44 @@ def test_refresh_sees_a_cluster_stopped_then_terminated_outside_skyc(
 
     teardown("box")
     assert {k: v for k, v in cloud_resources(moto).items() if v} == {}
+
+
+def test_a_recovery_asks_the_cloud_again_when_a_refresh_fails(
+        moto: MotoServer, skyc_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a recovery's reason says of a lost node comes from a refresh; one that fails
+    (here EC2 refuses DescribeInstances through the fault proxy) is run again, and two
+    that fail leave the reason without the cloud's view rather than failing."""
+    import skyc.reconcile as reconcile
+    from tests.support.fault_proxy import FaultProxy, FaultRule
+
+    for key, value in CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setattr(reconcile, "CLOUD_VIEW_RETRY_PAUSES_S", (0.1,))
+    skyc_home.mkdir(parents=True, exist_ok=True)
+    with FaultProxy(upstream=moto.url) as proxy:
+        config = SkycConfig.model_validate({"aws": {"endpoint_url": proxy.url}})
+        info = provision("lost", PLACEMENT, CANDIDATE, config=config)
+        with StateDB() as db:
+            db.upsert_cluster_from_placement("lost", PLACEMENT, engine="terraform")
+            db.mark_cluster_up("lost", info, PLACEMENT)
+        [instance] = _instances(moto, "lost")
+        moto.client("ec2").terminate_instances(InstanceIds=[instance["InstanceId"]])
+
+        def refused(times: int) -> FaultRule:
+            return FaultRule(action="DescribeInstances", code="UnauthorizedOperation",
+                             status=403, times=times)
+
+        proxy.set_rules([refused(2)])
+        assert reconcile.cloud_view("lost") == ""
+        assert len(proxy.hits) == 2  # one refused refresh, then one more, refused too
+
+        proxy.set_rules([refused(1)])
+        said = reconcile.cloud_view("lost")
+        assert said == "; the cloud reports aws_ec2_instance_state.node_0, " \
+                       "aws_instance.node_0 gone", said
+        assert len(proxy.hits) == 3
+        proxy.set_rules([])
+        teardown("lost")
+    assert {k: v for k, v in cloud_resources(moto).items() if v} == {}
+

@@ -123,31 +123,3 @@ def test_only_targets_that_read_node_states_are_asked_after_a_loss() -> None:
     assert tells_node_states("aws")
     assert not tells_node_states("local") and not tells_node_states("ssh")
 
-
-@pytest.mark.parametrize("failures", [1, 2])
-def test_the_cloud_view_asks_the_engine_again_after_a_failed_refresh(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failures: int) -> None:
-    """A recovery's reason says what the cloud reports of the lost node; a refresh that
-    fails once (a connection cut on a loaded machine) is run again. The engine is
-    replaced here by a stand-in that fails ``failures`` times: what is tested is the
-    asking again, not terraform."""
-    import skyc.reconcile as reconcile
-    from skyc.errors import EngineError
-    from skyc.state import StateDB
-
-    monkeypatch.setenv("SKYC_HOME", str(tmp_path))
-    monkeypatch.setattr(reconcile, "CLOUD_VIEW_RETRY_PAUSES_S", (0.01,))
-    with StateDB() as db:
-        db.upsert_cluster(ClusterRecord(**UP))
-    calls: list[str] = []
-
-    def observe(record: ClusterRecord) -> Observed:
-        calls.append(record.name)
-        if len(calls) <= failures:
-            raise EngineError("terraform refresh failed: use of closed network connection")
-        return Observed("ws", stack=True, gone=(NODES[0],))
-
-    monkeypatch.setattr(reconcile, "observe", observe)
-    said = reconcile.cloud_view("c")
-    assert calls == ["c", "c"]
-    assert said == ("; the cloud reports aws_instance.node_0 gone" if failures == 1 else "")
