@@ -105,8 +105,7 @@ class ProvisionFailure(NamedTuple):
     raw: str = ""  # the engine's own words: left out of repr
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in zip(self._fields[:-1], self[:-1],
-                                                          strict=True))
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields if k != "raw")
         return f"ProvisionFailure({shown})"
 
 

@@ -250,16 +250,10 @@ DESTROY_RETRY_PAUSES_S = (3.0, 6.0)
 
 
 def _destroy(cluster: str, engine: Engine, progress: ProgressCallback | None) -> None:
-    import time
+    from skyc.retrying import with_pauses
 
-    for pause in (*DESTROY_RETRY_PAUSES_S, None):
-        try:
-            engine.destroy(progress)
-            return
-        except ApplyFailed as exc:
-            if pause is None or not _transient(cluster, exc):
-                raise
-            time.sleep(pause)
+    with_pauses(lambda: engine.destroy(progress), DESTROY_RETRY_PAUSES_S, ApplyFailed,
+                lambda exc: _transient(cluster, exc))
 
 
 def _transient(cluster: str, exc: ApplyFailed) -> bool:

@@ -19,7 +19,6 @@ reshape removed since (their stored logs, the recorded code).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,15 +190,13 @@ def _observed_again_if_need_be(record: ClusterRecord) -> Observed | None:
     """``observe(record)``, run again after a pause when it fails; None when it fails
     again (a refresh changes nothing, so running it twice is safe)."""
     from skyc.errors import SkycError
+    from skyc.retrying import with_pauses
 
-    for pause in (*CLOUD_VIEW_RETRY_PAUSES_S, None):
-        try:
-            return observe(record)
-        except (SkycError, OSError):
-            if pause is None:
-                return None
-            time.sleep(pause)
-    return None
+    try:
+        return with_pauses(lambda: observe(record), CLOUD_VIEW_RETRY_PAUSES_S,
+                           (SkycError, OSError), lambda exc: True)
+    except (SkycError, OSError):
+        return None
 
 
 def probe(record: ClusterRecord) -> tuple[str, str]:

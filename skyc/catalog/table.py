@@ -137,10 +137,8 @@ class CloudTable:
         yield from cheapest_per_place([*offers, *self._all_paired(q)], col == 3)
 
     def _types(self, q: OfferQuery) -> Iterator[InstanceEntry]:
-        if q.default_families_only:
-            for t in self.types:
-                self._mark_family(t)
-        return (t for t in self.types if not t.host_only and _type_ok(t, q))
+        return (t for t in self.types if not t.host_only and _type_ok(t, q)
+                and (not q.default_families_only or self._mark_family(t)))
 
     def _mark_family(self, t: InstanceEntry) -> bool:
         """Whether ``t`` is of a default CPU family, read from its name once, when first
@@ -304,8 +302,6 @@ def _accel_ok(name: str | None, count: float, mem: float | None, q: OfferQuery) 
 
 def _type_ok(t: InstanceEntry, q: OfferQuery) -> bool:
     if q.instance_type is not None and t.name != q.instance_type:
-        return False
-    if q.default_families_only and not t.default_family:
         return False
     if not _accel_ok(t.accelerator, t.count, t.acc_memory, q):
         return False
