@@ -16,6 +16,7 @@ so the file is measured as that tree first:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,35 +39,65 @@ def _line(event: yaml.Event) -> int | None:
     return mark.line + 1 if mark is not None else None
 
 
-def check_events(text: str, shown: str, loader: Any) -> int:
-    """Refuse a file with more than MAX_VALUES values or nested deeper than MAX_DEPTH,
-    reading only the parser's event stream; returns how many aliases it uses (none:
-    nothing expands). YAML errors are left to the composer."""
-    count = 0
-    depth = 0
-    aliases = 0
-    try:
+class _Counter:
+    """Values and depth seen so far in one file's event stream."""
+
+    __slots__ = ("aliases", "count", "depth", "index", "line")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.depth = 0
+        self.aliases = 0
+        self.index = 0  # where the last event ended, in the text
+        self.line = 0  # lines before the text being read (for a window of the file)
+
+    def read(self, text: str, shown: str, loader: Any) -> None:
         for event in yaml.parse(text, Loader=loader):
+            self.index = event.end_mark.index if event.end_mark is not None else self.index
             if isinstance(event, yaml.ScalarEvent):
-                count += 1
+                self.count += 1
             elif isinstance(event, yaml.AliasEvent):
-                count += 1
-                aliases += 1
+                self.count += 1
+                self.aliases += 1
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                count += 1
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise _problem(shown, "", _line(event),
+                self.count += 1
+                self.depth += 1
+                if self.depth > MAX_DEPTH:
+                    line = _line(event)
+                    raise _problem(shown, "", None if line is None else line + self.line,
                                    f"invalid YAML: nested deeper than {MAX_DEPTH} levels")
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
-            if count > MAX_VALUES:
+                self.depth -= 1
+            if self.count > MAX_VALUES:
                 raise _problem(shown, "", _line(event),
                                f"holds more than {MAX_VALUES:,} values; a task file holds "
                                f"at most {MAX_VALUES:,}")
-    except yaml.YAMLError:
-        pass
-    return aliases
+
+
+def check_events(text: str, shown: str, loader: Any) -> int:
+    """Refuse a file with more than MAX_VALUES values or nested deeper than MAX_DEPTH,
+    reading only the parser's event stream; returns how many aliases it uses (none:
+    nothing expands). YAML errors are left to the composer.
+
+    libyaml scans ahead before it emits an event, and some of its releases refuse deep
+    flow nesting there, with a limit and words of their own. When it stops with an
+    error, the text it was scanning ahead (from its last event to the error) is read
+    by the pure-Python parser, which emits an event per opened collection: the
+    verdict is skyc's bound, with its line, whatever PyYAML release is installed."""
+    counter = _Counter()
+    try:
+        counter.read(text, shown, loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        if loader is yaml.SafeLoader or mark is None or mark.index <= counter.index:
+            return counter.aliases
+        window = text[counter.index:mark.index]
+        if window.count("[") + window.count("{") + counter.depth <= MAX_DEPTH:
+            return counter.aliases
+        counter.line = text.count("\n", 0, counter.index)
+        with contextlib.suppress(yaml.YAMLError):
+            counter.read(window, shown, yaml.SafeLoader)
+    return counter.aliases
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

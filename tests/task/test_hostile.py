@@ -103,3 +103,31 @@ def test_short_never_renders_a_shared_structure_whole() -> None:
 def test_an_alias_bomb_in_envs_gives_one_problem_not_millions(tmp_path: Path) -> None:
     text = _refusal(FIXTURES / "hostile" / "bomb-envs.yaml")
     assert text.count("\n") == 0, text[:500]
+
+
+_DEEP = {
+    "flow-sequence": ("a: 1\nb:\n  c: " + "[" * 150 + "]" * 150 + "\n", 3),
+    "flow-mapping": ("a: 1\nb: " + "{x: " * 150 + "1" + "}" * 150 + "\n", 2),
+    "block": ("x:\n" + "".join("  " * i + f"k{i}:\n" for i in range(120))
+              + "  " * 120 + "v\n", 102),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_DEEP))
+@pytest.mark.parametrize("parser", ["libyaml", "pure-python"])
+def test_nesting_verdict_is_skycs_own_bound_on_either_parser(case: str, parser: str) -> None:
+    """libyaml (some releases refuse deep flow nesting while scanning ahead, in words of
+    their own) and PyYAML's pure-Python parser give the same verdict: skyc's limit and
+    the line where it was passed."""
+    import yaml
+
+    from skyc.task.bounds import MAX_DEPTH, check_events
+
+    if parser == "libyaml" and not yaml.__with_libyaml__:
+        pytest.skip("PyYAML was built without libyaml here")
+    loader = yaml.CSafeLoader if parser == "libyaml" else yaml.SafeLoader
+    text, line = _DEEP[case]
+    with pytest.raises(TaskSpecError) as info:
+        check_events(text, "deep.yaml", loader)
+    assert str(info.value) == (f"deep.yaml:{line}: invalid YAML: nested deeper than "
+                               f"{MAX_DEPTH} levels")
