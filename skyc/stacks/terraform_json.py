@@ -13,11 +13,34 @@ import json
 from typing import Any
 
 from skyc.errors import EngineError
-from skyc.stacks.model import Block, Provider, Ref, Resource, Stack, Var, check_references
+from skyc.stacks.model import (
+    Block,
+    LocalCommand,
+    Provider,
+    Ref,
+    Resource,
+    Stack,
+    Var,
+    check_references,
+)
 
 ENGINE = "terraform"
 STACK_FILE = "main.tf.json"
 VARS_FILE = "terraform.tfvars.json"
+
+
+def literal(text: str) -> str:
+    """``text`` as a Terraform string template that evaluates to ``text`` itself.
+
+    In Terraform's JSON syntax every string of an expression is a template, object keys
+    included: ``${...}`` interpolates and ``%{...}`` is a directive, so a label key such as
+    ``${file("/proc/self/environ")}`` would be evaluated. ``$${`` and ``%%{`` are their
+    escapes. Every key and every string value skyc writes into an expression goes
+    through here; only the references skyc itself writes (:class:`Ref`, :class:`Var`) are
+    templates. (A variable's ``default`` and the ``backend`` block are not expressions:
+    Terraform reads them literally, so they are written as they are.)
+    """
+    return text.replace("${", "$${").replace("%{", "%%{")
 
 
 def address(resource: Resource) -> str:
@@ -37,31 +60,32 @@ class _Renderer:
         if isinstance(value, Block):
             return self.value(value.values)
         if isinstance(value, dict):
-            return {str(k): self.value(v) for k, v in value.items()}
+            return {literal(str(k)): self.value(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self.value(v) for v in value]
         if isinstance(value, str):
-            return value.replace("${", "$${").replace("%{", "%%{")
+            return literal(value)
         return value
+
+    def command(self, command: LocalCommand) -> dict[str, Any]:
+        body: dict[str, Any] = {"command": literal(command.command)}
+        if command.environment:
+            body["environment"] = self.value(dict(command.environment))
+        if command.when == "destroy":
+            body["when"] = "destroy"
+        return {"local-exec": body}
 
     def resource(self, res: Resource) -> dict[str, Any]:
         renames = res.arg_names.get(ENGINE, {})
         body: dict[str, Any] = {
-            renames.get(k, k): self.value(v) for k, v in res.properties.items()
+            literal(renames.get(k, k)): self.value(v) for k, v in res.properties.items()
         }
         if res.depends_on:
             body["depends_on"] = sorted(self.addresses[k] for k in res.depends_on)
         if res.ignore_changes:
             body["lifecycle"] = {"ignore_changes": sorted(res.ignore_changes)}
         if res.commands:
-            body["provisioner"] = [
-                {"local-exec": {
-                    "command": c.command,
-                    **({"environment": dict(c.environment)} if c.environment else {}),
-                    **({"when": "destroy"} if c.when == "destroy" else {}),
-                }}
-                for c in res.commands
-            ]
+            body["provisioner"] = [self.command(c) for c in res.commands]
         return body
 
 

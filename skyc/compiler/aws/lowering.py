@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from skyc.compiler.aws import images, roles
+from skyc.compiler.aws import tags as tag_rules
 from skyc.compiler.base import BuildRequest, node_name, port_range
 from skyc.compiler.keys import ensure_key_pair
 from skyc.compiler.templates import render
@@ -341,6 +342,7 @@ def build(request: BuildRequest) -> Stack:
     if not placement.instance_type:
         raise UnsupportedFeature("aws placement has no instance_type")
     labels = request.labels
+    tag_rules.check(labels)
     stack = Stack(
         name=cluster, cloud="aws", region=placement.region, labels=labels,
         providers={"aws": provider(placement.region, config)},
