@@ -6,7 +6,9 @@ one-line verdict (adds / changes / destroys, $/hour and monthly delta with %),
 the policy's result, a table per cluster, replacements and destroys called out,
 the full diff and each generated stack folded in ``<details>``, and next steps.
 No ANSI codes; never more than :data:`LIMIT` characters (the folded parts are cut
-first, inside their code fences, and the comment says so).
+first, inside their code fences, and the comment says so). Every value that is not
+the template's own text goes through :mod:`skyc.review.md_escape` for the place it
+lands in, so no name, path or message can add a heading, a table, a fence or HTML.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import re
 from typing import Any
 
+from skyc.review.md_escape import cell_code, code_span, fence, html_text, text
 from skyc.review.report import change_counts
 
 LIMIT = 65_000
@@ -26,10 +29,6 @@ _SIGNS = {"create": "+", "delete": "-", "update": "~", "replace": "-/+"}
 def marker(clusters: list[str]) -> str:
     key = hashlib.sha256("\n".join(sorted(clusters)).encode()).hexdigest()[:16]
     return f"<!-- skyc-plan:{key} -->"
-
-
-def _clean(text: str) -> str:
-    return _ANSI.sub("", text).replace("|", "\\|")
 
 
 def _pct(before: float, delta: float) -> str:
@@ -47,7 +46,7 @@ def _verdict(stacks: list[dict[str, Any]], cost: dict[str, Any]) -> str:
     destroys = n["delete"] + n["replace"]
     at, why = "", ""
     if t.get("basis") == "peak":  # a pipeline: its steps' prices are never added up
-        names = ", ".join(f"`{c}`" for c in t["at_once"])
+        names = ", ".join(code_span(c) for c in t["at_once"])
         at = " at the peak"
         why = (f"; {names}, the dearest step: the steps run one after another"
                if len(t["at_once"]) == 1 else
@@ -69,16 +68,16 @@ def _run_cost(doc: dict[str, Any]) -> list[str]:
         for t in doc["tasks"]:
             price = t["placement"]["hourly_cost"]
             if any(a["hourly_cost"] < price - 1e-9 for a in t.get("alternatives", [])):
-                why.append(f"- `{_clean(t['name'])}`: {_clean(t['reason'])}")
+                why.append(f"- {code_span(t['name'])}: {text(t['reason'])}")
     why = ["**Placed for the whole run**", "", *why, ""] if why else []
     if not rc or len(rc["steps"]) < 2:
         return why
-    steps = ", ".join(f"{s['name']} " + (f"${s['cost']:,.2f} for {hours_text(s['hours'])}"
-                                         if s["cost"] is not None else "no duration")
+    steps = ", ".join(f"{text(s['name'])} " + (f"${s['cost']:,.2f} for {hours_text(s['hours'])}"
+                                               if s["cost"] is not None else "no duration")
                       for s in rc["steps"])
     how = "one after another" if rc["execution"] == "serial" else "at once"
     if rc["total_cost"] is None:
-        total = f"no total: no duration for {', '.join(rc['missing_duration'])}"
+        total = f"no total: no duration for {', '.join(map(text, rc['missing_duration']))}"
     else:
         total = f"total ${rc['total_cost']:,.2f} for about {hours_text(rc['total_hours'])}"
     return [f"**Run cost** (the steps {how}): {total} ({steps})", "", *why]
@@ -92,12 +91,12 @@ def _policy(policy: dict[str, Any] | None) -> list[str]:
     if policy is None:
         return ["**Policy**: none applies"]
     if policy["ok"]:
-        return [f"**Policy** (`{_clean(policy['file'])}`): passed"]
-    out = [f"**Policy** (`{_clean(policy['file'])}`): {len(policy['violations'])} "
+        return [f"**Policy** ({code_span(policy['file'])}): passed"]
+    out = [f"**Policy** ({code_span(policy['file'])}): {len(policy['violations'])} "
            "violation(s), `skyc plan` fails and `skyc apply` refuses it", ""]
     for v in policy["violations"]:
-        where = f"cluster `{v['cluster']}`: " if v["cluster"] else ""
-        out.append(f"- :x: `{v['rule']}`: {where}{_clean(v['message'])}")
+        where = f"cluster {code_span(v['cluster'])}: " if v["cluster"] else ""
+        out.append(f"- :x: {code_span(v['rule'])}: {where}{text(v['message'])}")
     return out
 
 
@@ -113,11 +112,12 @@ def _table(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, An
         what = f"{where} {p.get('instance_type') or ''}".strip()
         st = by_cluster.get(c["cluster"])
         if st is None or st["status"] != "ok":
-            changes = "no diff" + (f" ({_clean(st['note'])})" if st and st["note"] else "")
+            changes = "no diff" + (f" ({text(st['note'])})" if st and st["note"] else "")
         else:
-            parts = [f"{n} {a}" for a, n in st["summary"].items() if a not in ("no-op", "read")]
+            parts = [f"{n} {text(a)}" for a, n in st["summary"].items()
+                     if a not in ("no-op", "read")]
             changes = ", ".join(parts) or "no changes"
-        out.append(f"| `{c['cluster']}` | {_clean(task['name'])} | {_clean(what)}"
+        out.append(f"| {cell_code(c['cluster'])} | {text(task['name'])} | {text(what)}"
                    f"{' spot' if p.get('use_spot') else ''} | {p['num_nodes']} | "
                    f"{c['after']['hourly']:.4f} | {_signed(c['delta']['hourly'], 4)} | {changes} |")
     return out
@@ -130,7 +130,8 @@ def _callouts(stacks: list[dict[str, Any]]) -> list[str]:
             a = _action(rc)
             if a in ("replace", "delete"):
                 word = "replaced" if a == "replace" else "destroyed"
-                out.append(f"- :warning: `{st['cluster']}`: `{rc['address']}` is {word}")
+                out.append(f"- :warning: {code_span(st['cluster'])}: {code_span(rc['address'])} "
+                           f"is {word}")
     return (["**Replacements and destroys**", "", *out] if out else [])
 
 
@@ -149,8 +150,12 @@ def _diff_text(stacks: list[dict[str, Any]]) -> str:
 
 
 def _fold(summary: str, lang: str, body: str) -> tuple[str, str, str]:
-    return (f"<details><summary>{summary}</summary>\n\n```{lang}\n", _ANSI.sub("", body),
-            "\n```\n</details>")
+    """A folded code block: its opening (``summary`` is already HTML), its body and its
+    closing; the fence outlasts every run of backticks in the body."""
+    body = _ANSI.sub("", body)
+    ticks = fence(body)
+    return (f"<details><summary>{summary}</summary>\n\n{ticks}{lang}\n", body,
+            f"\n{ticks}\n</details>")
 
 
 def render(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, Any],
@@ -163,11 +168,12 @@ def render(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, An
     callouts = _callouts(stacks)
     if callouts:
         head += [*callouts, ""]
-    tail = ["", "", "**Next steps**", "", *[f"- `{s}`" for s in next_steps]]
+    tail = ["", "", "**Next steps**", "", *[f"- {code_span(s)}" for s in next_steps]]
     folds = [_fold("Full diff", "diff", _diff_text(stacks) or "(no changes)")]
     for cluster, files in sorted(stack_files.items()):
-        for name, text in sorted(files.items()):
-            folds.append(_fold(f"Generated stack: {cluster} ({name})", "", text))
+        for name, body in sorted(files.items()):
+            folds.append(_fold(f"Generated stack: {html_text(cluster)} ({html_text(name)})",
+                               "", body))
     return _fit("\n".join(head), folds, "\n".join(tail), limit)
 
 
@@ -191,7 +197,7 @@ def _fit(head: str, folds: list[tuple[str, str, str]], tail: str, limit: int) ->
             body = keep + "\n..."
         parts.append(opening + body + closing)
         budget -= len(parts[-1]) + 2
-    text = head + "\n" + "\n\n".join(parts) + tail
+    comment = head + "\n" + "\n\n".join(parts) + tail
     if cut:
-        text += note.format(limit=f"{limit:,}", cut=f"{cut:,}")
-    return text[: limit - 1] + "\n"
+        comment += note.format(limit=f"{limit:,}", cut=f"{cut:,}")
+    return comment[: limit - 1] + "\n"
