@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from skyc.errors import InfeasibleError, ProvisionError, SkycError
+from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement
 
@@ -49,6 +49,10 @@ class FailoverPolicy:
     # placement again, this many times, after transient_backoff_s x the try's number.
     transient_retries: int = 2
     transient_backoff_s: float = 3.0
+    # A failed attempt's cleanup that fails is run again after these pauses (s): a
+    # destroy is idempotent, and what made it fail (a resource the cloud still lists
+    # as in use, a lost answer under load) is often gone a few seconds later.
+    cleanup_pauses_s: tuple[float, ...] = (5.0,)
 
 
 @dataclass
@@ -113,7 +117,7 @@ def provision_with_failover(
         try:
             value = provision(placement)
         except ProvisionError as exc:
-            _cleanup_or_explain(cleanup, placement, exc)
+            _cleanup_or_explain(cleanup, placement, exc, policy.cleanup_pauses_s, sleep)
             attempt = Attempt(placement, exc.code, exc.message, clock() - t0)
             attempts.append(attempt)
             if not exc.retryable:
@@ -153,6 +157,19 @@ def provision_with_failover(
                 on_attempt(attempt, nxt)
             placement = nxt
             continue
+        except Exception as exc:
+            # Not a classified provisioning error (an engine that crashed, a bug, a
+            # state that could not be written): nothing to fail over to, but what the
+            # attempt created is removed before the error is the user's.
+            failure = ProvisionError(str(exc), ProvisionFailure(
+                code=type(exc).__name__, scope="cloud", retryable=False,
+                cloud=placement.cloud))
+            _cleanup_or_explain(cleanup, placement, failure, policy.cleanup_pauses_s, sleep)
+            attempt = Attempt(placement, failure.code, failure.message, clock() - t0)
+            attempts.append(attempt)
+            if on_attempt:
+                on_attempt(attempt, None)
+            raise
         attempt = Attempt(placement, None, "up", clock() - t0)
         attempts.append(attempt)
         if on_attempt:
@@ -161,18 +178,26 @@ def provision_with_failover(
 
 
 def _cleanup_or_explain(
-    cleanup: Callable[[Placement], None], placement: Placement, error: ProvisionError
+    cleanup: Callable[[Placement], None], placement: Placement, error: ProvisionError,
+    pauses: tuple[float, ...], sleep: Callable[[float], None],
 ) -> None:
-    """Destroy the failed attempt; if that fails too, say both and how to clean up."""
-    try:
-        cleanup(placement)
-    except SkycError as exc:
-        raise SkycError(
-            f"provisioning on {describe_attempt(placement)} failed ({error.code}: "
-            f"{error.message}), and destroying what it created failed too: {exc.message}",
-            hint=exc.hint or "the engine's state still lists those resources: run "
-            "`skyc destroy <cluster>` to remove them (or `skyc apply` again to retry)",
-        ) from exc
+    """Destroy the failed attempt, again after each of ``pauses`` while that fails; if
+    it still fails, say both errors and how to clean up."""
+    for pause in (*pauses, None):
+        try:
+            cleanup(placement)
+            return
+        except SkycError as exc:
+            if pause is not None:
+                sleep(pause)
+                continue
+            raise SkycError(
+                f"provisioning on {describe_attempt(placement)} failed ({error.code}: "
+                f"{error.message}), and destroying what it created failed too: "
+                f"{exc.message}",
+                hint=exc.hint or "the engine's state still lists those resources: run "
+                "`skyc destroy <cluster>` to remove them (or `skyc apply` again to retry)",
+            ) from exc
 
 
 def _next_or_none(

@@ -3,6 +3,7 @@ state, as ``--format json``'s ``stacks`` entries, and printed as a table's seque
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -231,7 +232,8 @@ def save_plan(
     saved = build(task_files=task_files, tasks=tasks, names=names, plan=plan, stacks=stacks,
                   artifacts=artifacts, config=config, options=options)
     write(out, saved)
-    print_line(f"plan saved to {out}: apply exactly this plan with `skyc apply {out}` "
+    again = f"skyc apply {shlex.quote(str(out))}"
+    print_line(f"plan saved to {out}: apply exactly this plan with `{again}` "
                "(it holds no secret values; its engine plans may hold other sensitive "
                "values of the stacks: keep it as you keep their state)", err=True)
 
@@ -308,7 +310,7 @@ def review_outputs(
     for task, tp, cluster in zip(tasks, plan.tasks, names, strict=True):
         name = choose_engine(tp.placement.cloud, engine, config)
         files[cluster] = stack_files(cluster, tp.placement, task, config, name)
-    steps = ([f"skyc apply {out}"] if out is not None
+    steps = ([f"skyc apply {shlex.quote(str(out))}"] if out is not None
              else ["skyc plan TASK -o plan.skyc", "skyc apply plan.skyc"])
     return render(doc, stacks or [], doc["cost"], policy, files, steps)
 

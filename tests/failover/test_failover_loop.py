@@ -166,7 +166,8 @@ def test_a_failing_cleanup_reports_both_errors() -> None:
 
     with pytest.raises(SkycError) as caught:
         provision_with_failover(
-            _next([]), provision=provision, cleanup=cleanup, next_placement=_next
+            _next([]), provision=provision, cleanup=cleanup, next_placement=_next,
+            sleep=lambda _: None,
         )
     text = str(caught.value)
     assert "InsufficientInstanceCapacity" in text and "DependencyViolation" in text
@@ -214,3 +215,63 @@ def test_a_transient_error_that_keeps_coming_back_passes_the_zone_over() -> None
     )
     assert tried == ["use1-az1"] * 3 + ["use1-az2"]
     assert result.placement.zone == "use1-az2"
+
+
+def test_a_cleanup_that_fails_once_is_run_again_and_the_loop_moves_on() -> None:
+    """Under load a destroy now and then fails (a lost answer, a resource the cloud still
+    lists as in use): it runs again after a pause instead of ending the apply with the
+    failed region's network left behind."""
+    from skyc.errors import EngineError
+
+    calls: list[str | None] = []
+    pauses: list[float] = []
+
+    def provision(p: Placement) -> str:
+        if p.zone == "use1-az1":
+            raise _error("InsufficientInstanceCapacity", "zone")
+        return f"up in {p.zone}"
+
+    def cleanup(p: Placement) -> None:
+        calls.append(p.zone)
+        if len(calls) == 1:
+            raise EngineError("terraform destroy failed: DependencyViolation")
+
+    result = provision_with_failover(
+        _next([]), provision=provision, cleanup=cleanup, next_placement=_next,
+        sleep=pauses.append,
+    )
+    assert result.value == "up in use1-az2"
+    assert calls == ["use1-az1", "use1-az1"]
+    assert pauses == list(FailoverPolicy().cleanup_pauses_s)
+
+
+def test_an_unclassified_error_still_removes_what_the_attempt_created() -> None:
+    from skyc.errors import EngineError
+
+    cleaned: list[str | None] = []
+    seen: list[Attempt] = []
+
+    def provision(p: Placement) -> str:
+        raise EngineError("terraform crashed: panic: runtime error")
+
+    with pytest.raises(EngineError, match="panic"):
+        provision_with_failover(
+            _next([]), provision=provision, cleanup=lambda p: cleaned.append(p.zone),
+            next_placement=_next, on_attempt=lambda a, nxt: seen.append(a),
+        )
+    assert cleaned == ["use1-az1"]
+    assert [a.error for a in seen] == ["EngineError"]
+
+
+def test_an_unexpected_exception_is_cleaned_up_and_raised_as_it_was() -> None:
+    cleaned: list[str | None] = []
+
+    def provision(p: Placement) -> str:
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        provision_with_failover(
+            _next([]), provision=provision, cleanup=lambda p: cleaned.append(p.zone),
+            next_placement=_next,
+        )
+    assert cleaned == ["use1-az1"]
