@@ -433,7 +433,7 @@ def plan_cmd(
         if stacks:
             print_stacks(stacks)
         print_policy(policy)
-    code = plan_exit_code(policy, stacks, detailed_exitcode)
+    code = plan_exit_code(policy, stacks, detailed_exitcode, plan, clusters)
     if code:
         raise typer.Exit(code)
 

@@ -316,14 +316,59 @@ def review_outputs(
 
 
 def plan_exit_code(policy: dict[str, Any] | None, stacks: list[dict[str, Any]] | None,
-                   detailed: bool) -> int:
-    """1 with a policy violation; with ``--detailed-exitcode`` 2 when a stack has
-    changes (0 otherwise)."""
+                   detailed: bool, plan: Plan | None = None,
+                   clusters: list[str] | None = None) -> int:
+    """1 with a policy violation. With ``--detailed-exitcode``, as ``terraform plan``'s:
+    0 only when skyc knows nothing changes, 2 when something does (a stack's diff has
+    changes, a cluster that does not exist yet is created, a recorded cluster's
+    placement changes), 1 when an existing cluster's diff could not be computed (its
+    reason printed)."""
     if policy is not None and not policy["ok"]:
         return 1
-    if detailed and any(st.get("has_changes") for st in stacks or []):
-        return 2
-    return 0
+    if not detailed:
+        return 0
+    from skyc.cli.output import print_warning
+
+    diffs = {st["cluster"]: st for st in stacks or []}
+    changed, unknown = False, []
+    for index, cluster in enumerate(clusters or list(diffs)):
+        st = diffs.get(cluster)
+        if st is not None and st["status"] == "ok":
+            changed = changed or bool(st["has_changes"])
+            continue
+        moved = _placement_moved(cluster, plan.tasks[index].placement if plan else None)
+        if moved is None or moved:  # a new cluster, or one that moves: a change
+            changed = True
+            continue
+        unknown.append(st["note"] if st is not None and st.get("note")
+                       else f"no diff for stack {cluster}: --no-diff skips the engine")
+    if unknown:
+        for note in unknown:
+            print_warning(f"{note}: whether it changes is not known (exit 1)")
+        return 1
+    return 2 if changed else 0
+
+
+def _placement_moved(cluster: str, placement: Placement | None) -> bool | None:
+    """None for a cluster skyc has no record of (it would be created); else whether the
+    plan's placement differs from the recorded one in what makes a new node."""
+    from skyc.config import skyc_home
+
+    db_path = skyc_home() / "state.db"
+    if not db_path.exists():
+        return None
+    from skyc.state import StateDB
+
+    with StateDB(db_path) as db:
+        record = db.get_cluster(cluster)
+    if record is None:
+        return None
+    if placement is None:
+        return False
+    was = record.placement
+    now = placement.model_dump(mode="json")
+    keys = ("cloud", "instance_type", "num_nodes", "use_spot", "accelerators")
+    return any(was.get(k) != now.get(k) for k in keys if k in was)
 
 
 ERROR_FORMAT_VERSION = "1.0"

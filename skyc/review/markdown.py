@@ -39,11 +39,24 @@ def _signed(value: float, digits: int) -> str:
     return f"{'-' if value < 0 else '+'}${abs(value):.{digits}f}"
 
 
-def _verdict(stacks: list[dict[str, Any]], cost: dict[str, Any]) -> str:
-    n = change_counts(stacks)
-    t = cost["total"]
+def _changes(stacks: list[dict[str, Any]], clusters: int) -> str:
+    """The resource counts, over the stacks whose diff was computed only, and how many
+    have none: the comment never claims counts it does not have."""
+    known = [st for st in stacks if st.get("status") == "ok"]
+    if not known:
+        why = "`--no-diff`" if not stacks else "see the table"
+        return f"no engine diff ({why}): changes unknown"
+    n = change_counts(known)
     adds = n["create"] + n["replace"]
     destroys = n["delete"] + n["replace"]
+    counts = f"{adds} to add, {n['update']} to change, {destroys} to destroy"
+    missing = max(clusters, len(stacks)) - len(known)
+    return counts + (f" (no diff for {missing} of {max(clusters, len(stacks))} stacks)"
+                     if missing else "")
+
+
+def _verdict(stacks: list[dict[str, Any]], cost: dict[str, Any]) -> str:
+    t = cost["total"]
     at, why = "", ""
     if t.get("basis") == "peak":  # a pipeline: its steps' prices are never added up
         names = ", ".join(code_span(c) for c in t["at_once"])
@@ -51,7 +64,7 @@ def _verdict(stacks: list[dict[str, Any]], cost: dict[str, Any]) -> str:
         why = (f"; {names}, the dearest step: the steps run one after another"
                if len(t["at_once"]) == 1 else
                f"; {names}, the dearest steps that run at the same time")
-    return (f"**skyc plan**: {adds} to add, {n['update']} to change, {destroys} to destroy; "
+    return (f"**skyc plan**: {_changes(stacks, len(cost['clusters']))}; "
             f"${t['after']['hourly']:.4f}/hour{at} ({_signed(t['delta']['hourly'], 4)}, "
             f"{_pct(t['before']['hourly'], t['delta']['hourly'])}{why}), "
             f"${t['after']['monthly']:.2f}/month{at} ({_signed(t['delta']['monthly'], 2)})")
