@@ -379,6 +379,8 @@ def plan_cmd(
                                 target=optimize, parallel=parallel)
     if cheaper:
         lines.append(cheaper_line(cheaper, plan))
+    if hours is not None:
+        lines.append(_hours_line(plan, hours))
     if fmt == "table":
         from skyc.cli.output import print_text
 
@@ -436,6 +438,16 @@ def plan_cmd(
     code = plan_exit_code(policy, stacks, detailed_exitcode, plan, clusters)
     if code:
         raise typer.Exit(code)
+
+
+def _hours_line(plan: Plan, hours: float) -> str:
+    """What ``--hours N`` adds to the table: every cluster for N hours, at the planned
+    prices (as the JSON's ``run_total``)."""
+    from skyc.optimizer.pipeline_cost import hours_text
+
+    total = sum(t.placement.hourly_cost for t in plan.tasks) * hours
+    each = " (each cluster for that long)" if len(plan.tasks) > 1 else ""
+    return f"for {hours_text(hours)}: ${total:,.2f} at the planned prices{each}"
 
 
 def check(

@@ -70,6 +70,18 @@ def _verdict(stacks: list[dict[str, Any]], cost: dict[str, Any]) -> str:
             f"${t['after']['monthly']:.2f}/month{at} ({_signed(t['delta']['monthly'], 2)})")
 
 
+def _for_hours(cost: dict[str, Any]) -> list[str]:
+    """``--hours N``: what every cluster costs for N hours, at the planned prices."""
+    from skyc.optimizer.pipeline_cost import hours_text
+
+    total = cost["total"]
+    if total.get("run_total") is None:
+        return []
+    each = " (each cluster for that long)" if len(cost["clusters"]) > 1 else ""
+    return [f"**For {hours_text(total['hours'])}**: ${total['run_total']:,.2f} at the "
+            f"planned prices{each}", ""]
+
+
 def _run_cost(doc: dict[str, Any]) -> list[str]:
     """A pipeline's run cost (its steps run one after another, so the $/hour above is
     only its dearest step's): each step and the total."""
@@ -176,7 +188,7 @@ def render(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, An
            next_steps: list[str], limit: int = LIMIT) -> str:
     """The comment, at most ``limit`` characters."""
     clusters = [c["cluster"] for c in cost["clusters"]]
-    head = [marker(clusters), _verdict(stacks, cost), "", *_policy(policy), "",
+    head = [marker(clusters), _verdict(stacks, cost), "", *_for_hours(cost), *_policy(policy), "",
             *_table(doc, stacks, cost), "", *_run_cost(doc)]
     callouts = _callouts(stacks)
     if callouts:
