@@ -6,6 +6,11 @@ merge-key bombs, deep nesting, huge numbers), plus ``/dev/zero``,
 ``apply`` and ``exec`` (on a cluster that does not exist: the file is judged
 first); each run must exit non-zero without a traceback within ``--budget``
 seconds of wall time (2) and ``--memory`` MiB of peak RSS (200).
+Then every other kind of file skyc reads (the config, policy files, ``--env-file``,
+``--catalog`` files, a Kubernetes node cache, a saved plan) is made hostile as
+``tests/support/hostile_inputs.py`` makes it (``/dev/zero``, a symlink to it, a FIFO,
+a binary file, deep nesting, an oversize file, a gzip bomb, too many values or rows) and
+read by the command that reads it, under the same ceilings; its error must name it.
 Then large honest files (2,000 documents; 80,000 envs) are validated at full
 and half size: each must pass, and doubling the input must not more than
 ``--ratio`` (3) times the CPU time (linear, with start-up included).
@@ -25,16 +30,20 @@ from pathlib import Path
 
 from _timing import ROOT, bench_env, load_average, skyc_command, time_runs
 
+sys.path.insert(0, str(ROOT))
+
 HOSTILE = sorted((ROOT / "tests" / "fixtures" / "task" / "hostile").glob("*.yaml"))
 COMMANDS = (("validate",), ("plan", "--no-diff"), ("compile", "-o", "{out}"), ("apply", "-y"),
             ("exec", "no-such-cluster"))
 
 
-def refusal(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB, problem or '') of a run that must fail cleanly."""
+def refusal(cmd: list[str], env: dict[str, str], timeout: float, named: str | None = None,
+            cwd: Path = ROOT) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, problem or '') of a run that must fail cleanly (and,
+    given ``named``, with an error that names it)."""
     with tempfile.TemporaryFile("w+") as err_file:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=err_file, text=True)
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -54,6 +63,8 @@ def refusal(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[float,
         return wall, rss, "exited 0"
     if "Traceback" in err or "error" not in err.lower():
         return wall, rss, f"no clean error: {err[-300:]!r}"
+    if named is not None and named not in err:
+        return wall, rss, f"the error does not name {named}: {err[-300:]!r}"
     return wall, rss, ""
 
 
@@ -61,6 +72,30 @@ def targets(tmp: Path) -> list[Path]:
     fifo = tmp / "fifo.yaml"
     os.mkfifo(fifo)
     return [*HOSTILE, Path("/dev/zero"), Path("/dev/urandom"), fifo]
+
+
+def other_inputs(tmp: Path, base: dict[str, str], args: argparse.Namespace) -> list[str]:
+    """Each hostile input of every other kind, read by its command: the failures."""
+    from tests.support.hostile_inputs import all_cases, scenario
+
+    failures = []
+    print(f"other inputs, each read once; ceilings {args.budget:.1f} s, {args.memory:.0f} MiB:")
+    for kind, case in all_cases():
+        root = tmp / f"{kind}-{case}"
+        root.mkdir()
+        found = scenario(root, kind, case)
+        if found is None:
+            continue
+        env = {k: v for k, v in base.items() if k != "KUBECONFIG"} | found.env
+        wall, rss, problem = refusal(skyc_command(*found.args), env, max(10.0, args.budget * 5),
+                                     named=found.shown, cwd=root)
+        label = f"{kind} {case}"
+        print(f"{label:<28} {found.args[0]:<9} {wall:6.2f} s {rss:7.1f} MiB"
+              + (f"  FAIL: {problem}" if problem else ""))
+        failures += [f"{label}: {problem}"] if problem else []
+        failures += [f"{label}: {wall:.2f} s > {args.budget} s"] if wall > args.budget else []
+        failures += [f"{label}: {rss:.0f} MiB > {args.memory}"] if rss > args.memory else []
+    return failures
 
 
 def big_files(tmp: Path) -> dict[str, tuple[Path, Path]]:
@@ -106,6 +141,7 @@ def main() -> int:
                     failures.append(f"{path.name} {command[0]}: {wall:.2f} s > {args.budget} s")
                 if rss > args.memory:
                     failures.append(f"{path.name} {command[0]}: {rss:.0f} MiB > {args.memory}")
+        failures += other_inputs(tmp, env, args)
         print(f"large files, validate, {args.runs} runs each (median CPU):")
         for name, (half, full) in big_files(tmp).items():
             small = time_runs(skyc_command("validate", str(half)), env, args.runs)

@@ -27,7 +27,6 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 # The targets' own sections: pydantic models in light modules (a target folder's
@@ -150,14 +149,15 @@ class SkycConfig(_Model):
 
 
 def load_config(path: Path | None = None) -> SkycConfig:
-    """Read the config file; a missing file is an empty config."""
+    """Read the config file (a regular file of at most 8 MiB, bounded YAML); a missing
+    file is an empty config."""
     path = path or config_path()
     if not path.exists():
         return SkycConfig.model_construct()  # every default, with no validator built
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    from skyc.task.documents import load_yaml
+    from skyc.task.inputs import CONFIG
+
+    data = load_yaml(path, str(path), CONFIG) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     try:

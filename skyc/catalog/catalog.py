@@ -153,7 +153,7 @@ def load_catalog(directory: Path | None = None, clouds: Iterable[str] | None = N
     """
     if directory is not None:
         directory = Path(directory).expanduser()
-        if (directory / "meta.json").is_file():
+        if (directory / "meta.json").exists():
             loaders, source = _compact_dir(directory)
         else:
             names = raw_clouds(directory)
@@ -170,7 +170,7 @@ def load_catalog(directory: Path | None = None, clouds: Iterable[str] | None = N
         loaders, source = _compact_dir(BUNDLED_DIR)
         source = CatalogSource(source="bundled", date=source.date)
         home = skyc_home() / "catalog"
-        if (home / "meta.json").is_file():
+        if (home / "meta.json").exists():
             extra, home_source = _compact_dir(home)
             if extra:
                 loaders.update(extra)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from skyc.catalog.accelerators import gpu_info_memory_gib, memory_of
 from skyc.catalog.table import CloudTable
 from skyc.errors import CatalogError
+from skyc.task.inputs import MAX_CATALOG_ROWS
 
 _REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB",
              "Price", "SpotPrice", "Region")
@@ -36,18 +38,36 @@ def _price(text: str) -> float | None:
     return float(text) if text else None
 
 
+def read_vms_csv(path: Path) -> str:
+    """A ``vms.csv``'s text: a regular file of at most 32 MiB of UTF-8."""
+    from skyc.task.inputs import CATALOG
+    from skyc.task.reading import read_text
+
+    return read_text(path, str(path), CATALOG)
+
+
 def parse_vms_csv(cloud: str, path: Path) -> CloudTable:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read the catalog: {exc.strerror}") from None
-    return CloudTable.from_data(parse_vms_text(cloud, text, str(path)))
+    return CloudTable.from_data(parse_vms_text(cloud, read_vms_csv(path), str(path)))
 
 
-def parse_vms_text(cloud: str, text: str, where: str) -> dict[str, Any]:
-    """Parse one vms.csv into ``CloudTable.to_data()`` form."""
+def _rows(text: str, where: str) -> Iterator[list[str]]:
+    """The CSV rows of ``text``, the header first, at most MAX_CATALOG_ROWS after it (a
+    text of more lines is refused before a row is parsed)."""
+    too_many = CatalogError(f"{where}: holds more than {MAX_CATALOG_ROWS:,} rows; a "
+                            f"catalog file holds at most {MAX_CATALOG_ROWS:,}")
+    if text.count("\n", 0, len(text) - 1) > MAX_CATALOG_ROWS:
+        raise too_many
     reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
+    try:
+        for count, row in enumerate(reader):
+            if count > MAX_CATALOG_ROWS:
+                raise too_many
+            yield row
+    except csv.Error as exc:
+        raise CatalogError(f"{where}:{reader.line_num}: not CSV: {exc}") from None
+
+
+def _columns(header: list[str] | None, where: str) -> dict[str, int]:
     if header is None:
         raise CatalogError(f"{where}: empty catalog file")
     col = {name.strip(): i for i, name in enumerate(header)}
@@ -57,7 +77,15 @@ def parse_vms_text(cloud: str, text: str, where: str) -> dict[str, Any]:
             f"{where}: not a SkyPilot vms.csv: missing column(s) {', '.join(missing)}",
             hint="expected the header of SkyPilot's catalog format (catalogs/v8/<cloud>/vms.csv)",
         )
-    width = len(header)
+    return col
+
+
+def parse_vms_text(cloud: str, text: str, where: str) -> dict[str, Any]:
+    """Parse one vms.csv into ``CloudTable.to_data()`` form."""
+    reader = _rows(text, where)
+    header = next(reader, None)
+    col = _columns(header, where)
+    width = len(header or ())
     i_type, i_acc, i_cnt = col["InstanceType"], col["AcceleratorName"], col["AcceleratorCount"]
     i_cpu, i_mem, i_price = col["vCPUs"], col["MemoryGiB"], col["Price"]
     i_spot, i_region = col["SpotPrice"], col["Region"]

@@ -15,8 +15,12 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from skyc.catalog.csvformat import read_vms_csv
 from skyc.catalog.table import CloudTable
-from skyc.errors import CatalogError
+from skyc.errors import CatalogError, SkycError
+from skyc.task.documents import load_json, parse_json
+from skyc.task.inputs import CATALOG
+from skyc.task.reading import decode, read_bytes
 
 BUNDLED_DIR = Path(__file__).parent / "data"
 # A decoded catalog's cache holds its file's path, size, change time and Python version
@@ -42,36 +46,46 @@ def write_compact(dest: Path, tables: dict[str, dict[str, Any]], source: str, da
 
 
 def read_meta(directory: Path) -> dict[str, Any] | None:
+    """A catalog directory's ``meta.json`` (None when there is none)."""
     path = directory / "meta.json"
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         return None
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise CatalogError(f"{path}: unreadable catalog metadata: {exc}",
-                           hint="run 'skyc catalog update --from DIR' again") from None
+    meta = load_json(path, str(path), CATALOG)
     if not isinstance(meta, dict):
         raise CatalogError(f"{path}: catalog metadata is not a JSON object")
     return meta
 
 
+def _gunzip(raw: bytes, shown: str) -> bytes:
+    """A gzip file's content, of at most the catalog cap (a small file may inflate to
+    gigabytes: inflating stops one byte past the cap)."""
+    inflate = zlib.decompressobj(31)  # wbits 31: the gzip container
+    try:
+        data = inflate.decompress(raw, CATALOG.max_bytes + 1)
+    except zlib.error as exc:
+        raise CATALOG.fail(shown, f"not a gzip file ({exc})") from None
+    if len(data) > CATALOG.max_bytes:
+        raise CATALOG.fail(shown, f"inflates to more than {CATALOG.cap_text}; a catalog "
+                                  f"file holds at most {CATALOG.cap_text}")
+    if not inflate.eof:
+        raise CATALOG.fail(shown, "not a whole gzip file (it ends too soon)")
+    return data
+
+
 def read_compact(path: Path) -> dict[str, Any]:
     """A compact catalog file's data; from its cache when the file has not changed."""
+    shown = str(path)
+    raw = read_bytes(path, shown, CATALOG)
     try:
-        stat = path.stat()
+        info = path.stat()
     except OSError as exc:
         raise CatalogError(f"{path}: unreadable catalog: {exc}",
                            hint="run 'skyc catalog update --from DIR' again") from None
-    cache, key = _cache_path(path, stat.st_size, stat.st_mtime_ns)
+    cache, key = _cache_path(path, info.st_size, info.st_mtime_ns)
     cached = _read_cache(cache, key)
     if cached is not None:
         return cached
-    try:
-        # One zlib call (wbits 31: the gzip container) is cheaper than gzip's stream reader.
-        data = json.loads(zlib.decompress(path.read_bytes(), 31))
-    except (OSError, ValueError, zlib.error) as exc:
-        raise CatalogError(f"{path}: unreadable catalog: {exc}",
-                           hint="run 'skyc catalog update --from DIR' again") from None
+    data = parse_json(_gunzip(raw, shown), shown, CATALOG)
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: not a catalog")
     _write_cache(cache, key, data)
@@ -101,8 +115,8 @@ def _read_cache(cache: Path, key: CacheKey) -> dict[str, Any] | None:
     import marshal
 
     try:
-        stored = marshal.loads(cache.read_bytes())
-    except (OSError, ValueError, EOFError, TypeError):
+        stored = marshal.loads(read_bytes(cache, str(cache), CATALOG))
+    except (SkycError, ValueError, EOFError, TypeError):
         return None
     if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key):
         return None
@@ -137,22 +151,37 @@ def raw_clouds(directory: Path) -> list[str]:
     return sorted(p.parent.name for p in directory.glob("*/vms.csv"))
 
 
+def _read_file_url(url: str) -> str | None:
+    """A ``file:`` URL's text, read as any catalog file is (None when there is none)."""
+    import urllib.parse
+    import urllib.request
+
+    path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+    if not (path.exists() or path.is_symlink()):
+        return None
+    return read_vms_csv(path)
+
+
 def _fetch(url: str) -> str | None:
+    """A URL's text, at most the catalog cap (None for a 404 or a missing file)."""
     import urllib.error
     import urllib.request
 
+    if url.startswith("file:"):
+        return _read_file_url(url)
     try:
         with urllib.request.urlopen(url, timeout=60) as resp:  # an explicit URL only
-            body: bytes = resp.read()
-            return body.decode("utf-8")
+            body: bytes = resp.read(CATALOG.max_bytes + 1)
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return None
         raise CatalogError(f"{url}: HTTP {exc.code}") from None
     except urllib.error.URLError as exc:
-        if url.startswith("file:"):
-            return None
         raise CatalogError(f"{url}: cannot fetch: {exc.reason}") from None
+    if len(body) > CATALOG.max_bytes:
+        raise CATALOG.fail(url, f"is larger than {CATALOG.cap_text}; a catalog file holds "
+                                f"at most {CATALOG.cap_text}")
+    return decode(body, url, CATALOG)
 
 
 def update_catalog(source: str, dest: Path, *, today: str | None = None) -> list[str]:
@@ -174,7 +203,7 @@ def update_catalog(source: str, dest: Path, *, today: str | None = None) -> list
         directory = Path(source).expanduser()
         for cloud in raw_clouds(directory):
             path = directory / cloud / "vms.csv"
-            tables[cloud] = parse_vms_text(cloud, path.read_text(encoding="utf-8"), str(path))
+            tables[cloud] = parse_vms_text(cloud, read_vms_csv(path), str(path))
     if not tables:
         raise CatalogError(f"{source}: no <cloud>/vms.csv found",
                            hint="expected SkyPilot's layout, e.g. aws/vms.csv, gcp/vms.csv")

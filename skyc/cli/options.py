@@ -99,7 +99,7 @@ def env_values(env_file: Path | None, env: list[str]) -> dict[str, str]:
 
     base: dict[str, str] = {}
     if env_file is not None:
-        from skyc.task.overrides import read_env_file
+        from skyc.task.envfile import read_env_file
 
         base = read_env_file(env_file)
     return {**base, **parse_env_flags(env)}

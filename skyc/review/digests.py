@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from skyc.config import SkycConfig
     from skyc.optimizer.plan import Plan
+    from skyc.task.reading import Bounds
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def of_bytes(data: bytes) -> str:
@@ -24,8 +28,17 @@ def of_data(value: Any) -> str:
     return of_bytes(json.dumps(value, sort_keys=True, separators=(",", ":")).encode())
 
 
-def of_file(path: Path) -> str:
-    return of_bytes(path.read_bytes())
+def well_formed(digest: str) -> bool:
+    """Whether ``digest`` is ``sha256:`` and 64 lowercase hex digits."""
+    return _DIGEST.fullmatch(digest) is not None
+
+
+def of_file(path: Path, bounds: Bounds | None = None) -> str:
+    """The digest of a file read as skyc reads it (``bounds``: a task file's, unless
+    given): a FIFO, a device or an oversize file is that reader's error."""
+    from skyc.task.reading import TASK, read_bytes
+
+    return of_bytes(read_bytes(path, str(path), bounds or TASK))
 
 
 def of_config(config: SkycConfig) -> str:
@@ -68,5 +81,7 @@ def of_cluster_state(cluster: str) -> str:
     nodes = cluster_workspace(cluster) / "cluster.json"
     if record is None and not nodes.exists():
         return "absent"
+    from skyc.task.inputs import STATE
+
     return of_data({"record": record,
-                    "nodes": of_file(nodes) if nodes.exists() else None})
+                    "nodes": of_file(nodes, STATE) if nodes.exists() else None})

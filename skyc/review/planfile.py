@@ -188,22 +188,24 @@ def write(path: Path, saved: SavedPlan) -> None:
 
 
 def looks_like_plan_file(path: Path) -> bool:
-    """Whether ``path`` is a saved plan file rather than a task YAML."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return head.lstrip().startswith(b"{") and f'"format": "{FORMAT}"'.encode() in head
+    """Whether ``path`` is a saved plan file rather than a task YAML (a FIFO, a device
+    or a directory is neither: the task reader refuses it, without blocking)."""
+    from skyc.task.reading import peek
+
+    head = peek(path, 4096)
+    return head is not None and head.lstrip().startswith(b"{") \
+        and f'"format": "{FORMAT}"'.encode() in head
 
 
 def read(path: Path) -> SavedPlan:
-    """A plan file, validated; a clear error for anything else."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable plan file ({exc})",
-                          hint="write one with `skyc plan TASK -o FILE`") from None
+    """A plan file, checked before anything in it is used: a regular file of at most
+    32 MiB of bounded JSON, of this format's major version, valid against the schema,
+    its own digests well-formed and its stacks' files matching theirs, and each task
+    file as it was when the plan was made."""
+    from skyc.task.documents import load_json
+    from skyc.task.inputs import PLAN
+
+    doc = load_json(path, str(path), PLAN)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ConfigError(f"{path}: not a skyc plan file (no \"format\": \"{FORMAT}\")",
                           hint="write one with `skyc plan TASK -o FILE`")
@@ -214,9 +216,69 @@ def read(path: Path) -> SavedPlan:
             f"readable by this skyc (it reads {FORMAT_VERSION.split('.')[0]}.x)",
             hint="plan again with this skyc")
     try:
-        return SavedPlan.model_validate(doc)
+        saved = SavedPlan.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"{path}: {where}: {first['msg']}",
                           hint="the plan file was changed by hand; plan again") from None
+    _check_shape(path, saved)
+    _check_digests(path, saved)
+    _check_task_files(path, saved)
+    return saved
+
+
+def _refuse(path: Path, what: str) -> ConfigError:
+    return ConfigError(f"{path}: {what}; nothing in it was used",
+                       hint="the plan file was changed by hand; plan again")
+
+
+def _check_shape(path: Path, saved: SavedPlan) -> None:
+    """One placement list and one stack per task, in the tasks' order."""
+    if len(saved.placements) != len(saved.tasks) or not all(saved.placements):
+        raise _refuse(path, f"{len(saved.tasks)} task(s) but {len(saved.placements)} "
+                            "placement list(s), each holding at least one placement")
+    if [st.cluster for st in saved.stacks] != [t.cluster for t in saved.tasks]:
+        raise _refuse(path, "its stacks are not one per task, in the tasks' order")
+    unlisted = sorted({t.file for t in saved.tasks} - set(saved.inputs.task_files))
+    if unlisted:
+        raise _refuse(path, f"task file {unlisted[0]} has no digest in inputs.task_files")
+
+
+def _check_digests(path: Path, saved: SavedPlan) -> None:
+    """Every digest well-formed; each stack's files the ones its digest was made of;
+    each engine plan base64."""
+    import binascii
+
+    fields = {f"inputs.task_files[{f!r}]": d for f, d in saved.inputs.task_files.items()}
+    fields.update({"inputs.config": saved.inputs.config, "inputs.catalog": saved.inputs.catalog})
+    for st in saved.stacks:
+        fields[f"stacks.{st.cluster}.digest"] = st.digest
+        if st.state != "absent":  # a cluster skyc had never applied
+            fields[f"stacks.{st.cluster}.state"] = st.state
+    for name, value in fields.items():
+        if not digests.well_formed(value):
+            raise _refuse(path, f"{name} is not a digest (sha256:<64 hex digits>)")
+    for st in saved.stacks:
+        if digests.of_stack(st.files) != st.digest:
+            raise _refuse(path, f"stack {st.cluster}'s files do not match its digest")
+        try:
+            base64.b64decode(st.engine_plan or "", validate=True)
+        except (binascii.Error, ValueError):
+            raise _refuse(path, f"stacks.{st.cluster}.engine_plan is not base64") from None
+
+
+def _check_task_files(path: Path, saved: SavedPlan) -> None:
+    """Each task file is as it was when the plan was made, before it is loaded again."""
+    from skyc.errors import SkycError, StateError
+
+    for file, digest in sorted(saved.inputs.task_files.items()):
+        try:
+            now = digests.of_file(Path(file))
+        except SkycError:
+            now = None
+        if now != digest:
+            moved = "is gone" if now is None and not Path(file).exists() else "changed"
+            raise StateError(f"{path}: the plan is stale, nothing was applied: task file "
+                             f"{file} {moved}",
+                             hint="run `skyc plan ... -o FILE` again and review the new plan")

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skyc.errors import ConfigError
@@ -90,14 +89,12 @@ class Usage:
 
 
 def load_policy(path: Path, what: str = "policy") -> Policy:
-    """A policy file, validated; errors name the file and the key."""
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except OSError as exc:
-        raise ConfigError(f"{what} {path}: cannot be read ({exc.strerror})",
-                          hint="give an existing file with --policy FILE") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{what} {path}: not valid YAML: {exc}") from None
+    """A policy file (a regular file of at most 8 MiB, bounded YAML), validated; errors
+    name the file and the key."""
+    from skyc.task.documents import load_yaml
+    from skyc.task.inputs import POLICY
+
+    data = load_yaml(path, f"{what} {path}", POLICY) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{what} {path}: expected a mapping at the top level")
     try:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 RESOURCE_FLAGS = {"accelerators": "--gpus", "cpus": "--cpus", "memory": "--memory",
@@ -56,26 +55,3 @@ def apply_to_document(doc: dict[str, Any], overrides: Mapping[str, Any]) -> dict
                              if isinstance(e, dict) else e for e in entries]
         doc["resources"] = res
     return doc
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines of a dotenv file."""
-    from skyc.errors import ConfigError
-    from skyc.task.reading import read_text
-
-    out: dict[str, str] = {}
-    for number, raw in enumerate(read_text(path, str(path)).splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        line = line.removeprefix("export ").strip()
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise ConfigError(f"{path}:{number}: expected KEY=VALUE, got {raw.strip()[:60]!r}",
-                              hint="one KEY=VALUE per line; # starts a comment")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        out[key] = value
-    return out

@@ -8,7 +8,8 @@ import pytest
 
 from skyc.errors import ConfigError, TaskSpecError
 from skyc.task import load_tasks
-from skyc.task.overrides import read_env_file, resource_overrides
+from skyc.task.envfile import read_env_file
+from skyc.task.overrides import resource_overrides
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -1,7 +1,8 @@
 """The user's kubeconfig: which contexts exist and which is current, or why none.
 
-Read with PyYAML, as kubectl merges them: ``KUBECONFIG`` (a list of files joined
-by ``os.pathsep``; missing files skipped), else ``~/.kube/config``. The first
+Read through skyc's bounded reader (a regular file of at most 8 MiB of YAML), as
+kubectl merges them: ``KUBECONFIG`` (a list of files joined by ``os.pathsep``;
+missing files skipped), else ``~/.kube/config``. The first
 file to name a context (or the current context) wins. Only names, namespaces
 and server addresses are kept: never a token, key or certificate, and a file
 that does not parse is reported by line, not quoted.
@@ -13,8 +14,6 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
-
-import yaml
 
 from skyc.config import SkycConfig
 
@@ -56,14 +55,16 @@ def kubeconfig_paths(env: Mapping[str, str], home: Path) -> tuple[list[Path], st
 
 
 def _load(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A kubeconfig file's data, or why it cannot be used (a regular file of at most
+    8 MiB of bounded YAML, whose errors never quote it)."""
+    from skyc.errors import SkycError
+    from skyc.task.documents import load_yaml
+    from skyc.task.inputs import KUBECONFIG
+
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        return None, f"{path}: cannot read: {exc.strerror}"
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        return None, f"{path}: not valid YAML{where}"
+        data = load_yaml(path, str(path), KUBECONFIG, quote=False)
+    except SkycError as exc:
+        return None, exc.message
     if data is None:
         return {}, None
     if not isinstance(data, dict):
@@ -87,7 +88,7 @@ def credentials(env: Mapping[str, str] | None = None, home: Path | None = None,
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home
     paths, origin = kubeconfig_paths(env, home)
-    found = [p for p in paths if p.is_file()]
+    found = [p for p in paths if p.exists()]  # a FIFO or a device is reported, not skipped
     if not found:
         where = ", ".join(str(p) for p in paths) if origin == "KUBECONFIG" else "~/.kube/config"
         reason = (f"KUBECONFIG names {where}: none exists" if origin == "KUBECONFIG"

@@ -71,15 +71,13 @@ def write_cache(context: str, node_list: Mapping[str, Any], *, home: Path | None
 
 def read_cache(context: str, home: Path | None = None) -> dict[str, Any] | None:
     """The cached read of a context (``{"context", "read_at", "nodes"}``), or None."""
+    from skyc.task.documents import load_json
+    from skyc.task.inputs import node_cache
+
     path = cache_path(context, home)
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise CatalogError(f"{path}: unreadable node cache: {exc}",
-                           hint=f"delete it, or read the cluster again (context {context})"
-                           ) from None
+    data = load_json(path, str(path), node_cache(context))
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION \
             or data.get("context") != context or not isinstance(data.get("nodes"), dict):
         raise CatalogError(f"{path}: not a node cache of context {context!r}",
@@ -89,12 +87,16 @@ def read_cache(context: str, home: Path | None = None) -> dict[str, Any] | None:
 
 def cached_contexts(home: Path | None = None) -> list[str]:
     """Contexts with a cached read."""
+    from skyc.errors import SkycError
+    from skyc.task.documents import load_json
+    from skyc.task.inputs import node_cache
+
     out = []
     for path in sorted(cache_dir(home).glob("*.json")):
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+            data = load_json(path, str(path), node_cache(path.stem))
+        except SkycError:
+            continue  # read_cache names what is wrong with it, if its context is used
         if isinstance(data, dict) and isinstance(data.get("context"), str):
             out.append(data["context"])
     return sorted(out)
@@ -119,6 +121,20 @@ def _api_error(context: str, exc: Any) -> CatalogError:
     return CatalogError(f"kubernetes/{context}: listing nodes failed: {status} {message}")
 
 
+def check_kubeconfig(config_file: str | None) -> None:
+    """Each kubeconfig file the client will read (``config_file``: a list joined by
+    ``os.pathsep``; None: ``~/.kube/config``) is read first as skyc reads every file:
+    a FIFO, a device, a huge or deeply nested file is a CatalogError naming it."""
+    from skyc.task.documents import load_yaml
+    from skyc.task.inputs import KUBECONFIG
+
+    names = config_file.split(os.pathsep) if config_file else ["~/.kube/config"]
+    for name in filter(None, (n.strip() for n in names)):
+        path = Path(name).expanduser()
+        if path.exists():
+            load_yaml(path, str(path), KUBECONFIG, quote=False)
+
+
 def read_nodes(context: str | None = None, *, kubeconfig: str | Path | None = None,
                timeout: float = DEFAULT_TIMEOUT) -> tuple[str, dict[str, Any]]:
     """(context name, node list as JSON) read from the cluster. Needs ``kubernetes``."""
@@ -131,6 +147,7 @@ def read_nodes(context: str | None = None, *, kubeconfig: str | Path | None = No
     # KUBECONFIG as it is now: the client reads the variable once, when first imported.
     config_file = str(Path(kubeconfig).expanduser()) if kubeconfig else \
         os.environ.get("KUBECONFIG") or None
+    check_kubeconfig(config_file)
     try:
         _, current = config.list_kube_config_contexts(config_file=config_file)
         name = context or (current or {}).get("name")
