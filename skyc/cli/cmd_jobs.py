@@ -175,7 +175,7 @@ def exec_cmd(
         from skyc.cli.output import err_console
         from skyc.runtime.watch import start_watcher
 
-        start_watcher(info, result.job_id)
+        start_watcher(info, result.job_id, Path(result.log_dir))
         err_console.print(
             f"job {result.job_id} started; follow it with: skyc logs {cluster} "
             f"{result.job_id} --follow", highlight=False, markup=False)
@@ -257,6 +257,34 @@ def queue_cmd(
     print_table(fitted_table(None, columns, rows, drop=("NODES", "SUBMITTED")))
 
 
+_KEPT_CODES = {"SUCCEEDED": 0, "FAILED": 1, "FAILED_SETUP": 1, "CANCELLED": 143}
+
+
+def _kept_logs(cluster: str, job: int | None) -> int | None:
+    """A job's logs as kept here once its cluster is down (the last incarnation's);
+    returns the job's exit code as recorded, or None when no logs are kept."""
+    from skyc.cli.output import err_console
+    from skyc.errors import RuntimeAgentError
+    from skyc.runtime.logs import kept_logs, read_job_table, replay_job, stored_job_ids
+
+    directory = kept_logs(cluster)
+    if directory is None:
+        return None
+    ids = stored_job_ids(directory)
+    job_id = job if job is not None else ids[-1]
+    if job_id not in ids:
+        raise RuntimeAgentError(
+            f"cluster {cluster} is down and the logs kept of it hold no job {job_id}",
+            hint=f"jobs kept: {', '.join(map(str, ids))} (in {directory})")
+    entry = next((j for j in read_job_table(directory) if j.get("job_id") == job_id), {})
+    status = str(entry.get("status") or "unknown")
+    err_console.print(f"cluster {cluster} is down: job {job_id} ({status} when last seen), "
+                      f"as kept in {directory / str(job_id)}", highlight=False, markup=False)
+    replay_job(directory / str(job_id), dict(entry.get("labels") or {}), write_output)
+    code = entry.get("exit_code")
+    return code if isinstance(code, int) else _KEPT_CODES.get(status, 0)
+
+
 def logs_cmd(
     cluster: str = typer.Argument(..., metavar="CLUSTER", help="Name of a running cluster."),
     job: int | None = typer.Argument(
@@ -265,12 +293,24 @@ def logs_cmd(
 ) -> None:
     """Print a job's logs from every node, each line prefixed with its node.
 
-    Exits with the job's code once it has ended (0 while it still runs)."""
-    from skyc.errors import JobFailed
+    Exits with the job's code once it has ended (0 while it still runs). Once the
+    cluster is down, prints the logs kept of its last incarnation's jobs."""
+    from skyc.errors import ConfigError, JobFailed
     from skyc.reconcile import removed_nodes_outcome
     from skyc.runtime import queue, tail_logs
+    from skyc.stacks.workspace import check_cluster_name
 
-    info = load_cluster(cluster)
+    check_cluster_name(cluster)
+    try:
+        info = load_cluster(cluster)
+    except ConfigError:
+        kept = _kept_logs(cluster, job)
+        if kept is None:
+            raise
+        if kept > 0:
+            raise JobFailed(f"job {job if job is not None else '(latest)'} on {cluster} "
+                            f"exited with code {kept}", kept) from None
+        return
     code = tail_logs(info, job, follow, on_output=write_output)
     jobs = queue(info)
     _reconcile(cluster, jobs)

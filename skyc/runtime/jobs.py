@@ -137,7 +137,8 @@ async def _run_job(cluster: ClusterInfo, spec: JobSpec, sinks: tuple[
         assert job_id is not None
         root = cluster_log_root(cluster.name, log_dir)
         entry: dict[str, Any] = {"job_id": job_id, "name": name, "submitted": time.time(),
-                                 "num_nodes": len(session.agents), "status": "SYNCING"}
+                                 "num_nodes": len(session.agents), "status": "SYNCING",
+                                 "labels": {a.name: a.label for a in session.agents}}
         update_job_table(root, entry)
         log = JobLog(root / str(job_id), *sinks)
         if on_start is not None:
@@ -156,10 +157,16 @@ async def _run_job(cluster: ClusterInfo, spec: JobSpec, sinks: tuple[
             raise
         finally:
             log.close()
-        update_job_table(root, {**entry, "status": result.status})
+        update_job_table(root, {**entry, "status": result.status, **_exit_code(result)})
         return result
     finally:
         await session.close()
+
+
+def _exit_code(result: JobResult) -> dict[str, int]:
+    """``{"exit_code": N}`` for a job that has ended, kept in the job table (read once
+    the cluster is down); nothing while it runs."""
+    return {} if result.status == "RUNNING" else {"exit_code": result.exit_code}
 
 
 async def _stages(session: ClusterSession, spec: JobSpec, job_id: int, log: JobLog,

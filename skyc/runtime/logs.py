@@ -1,13 +1,18 @@
-"""Local copies: every node's output (stored once, as bytes) and the cluster's job table."""
+"""Local copies: every node's output (stored once, as bytes) and the cluster's job table,
+for each incarnation of the cluster apart (see :func:`start_incarnation`)."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import errno
 import fcntl
+import hashlib
 import json
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,8 +28,13 @@ MAX_PENDING = 1 << 16
 
 
 def cluster_log_root(cluster: str, log_dir: Path | None = None) -> Path:
-    """``$SKYC_HOME/logs/<cluster>/`` unless the caller chose another directory."""
-    return log_dir if log_dir is not None else skyc_home() / "logs" / cluster
+    """``$SKYC_HOME/logs/<cluster>/`` unless the caller chose another directory: the
+    logs of the cluster's current incarnation (see :func:`start_incarnation`)."""
+    if log_dir is not None:
+        return log_dir
+    root = skyc_home() / "logs" / cluster
+    start_incarnation(cluster, root)
+    return root
 
 
 class Prefixer:
@@ -92,6 +102,14 @@ class LineSplitter:
             self.buf = b""
 
 
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (one inode: a hard link, or the path itself)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 class _Store:
     """Where a phase's output is kept locally: chunk by chunk into ``dest``, or, when
     the node's own log of the phase is a file on this machine (``source``), as a hard
@@ -105,10 +123,17 @@ class _Store:
         self.linked = False
 
     def _link(self) -> bool:
+        """Link ``dest`` to ``source``; True also when ``dest`` already is ``source``
+        (linked by the exec that started a detached run, when its watcher comes): what
+        the node's log holds is then never written again, into itself."""
         if self.source is None or self.fh is not None:
             return False
         try:
             os.link(self.source, self.dest)
+        except FileExistsError:
+            if not same_file(self.source, self.dest):
+                self.source = None  # write what comes instead
+                return False
         except OSError:
             self.source = None  # write what comes instead
             return False
@@ -237,35 +262,193 @@ _FINAL = frozenset({"SUCCEEDED", "FAILED", "FAILED_SETUP", "CANCELLED"})
 
 
 def _merged(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """``new`` over ``old``, except that an ended job keeps its status and the status
-    of each node it ended on (a node removed since, or a peer's later view, changes
+    """``new`` over ``old`` (what only ``old`` has, such as the nodes' labels or the
+    exit code, stays), except that an ended job keeps its status and the status of
+    each node it ended on (a node removed since, or a peer's later view, changes
     nothing)."""
-    if old is None or old.get("status") not in _FINAL:
+    if old is None:
         return new
+    if old.get("status") not in _FINAL:
+        return {**old, **new}
     nodes = {**(new.get("nodes") or {}), **(old.get("nodes") or {})}
-    return {**new, "status": old["status"], "nodes": nodes}
+    return {**old, **new, "status": old["status"], "nodes": nodes}
+
+
+def _cannot_write(exc: OSError) -> bool:
+    """A read-only (or not writable) $SKYC_HOME: the local copies are skipped, so the
+    commands that only read (queue, logs, status) still work there."""
+    return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def _merge_into(root: Path, jobs: list[dict[str, Any]]
+                ) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+    merged = {int(j["job_id"]): j for j in read_job_table(root)}
+    recorded = []
+    for job in jobs:
+        entry = _merged(merged.get(int(job["job_id"])), job)
+        merged[int(job["job_id"])] = entry
+        recorded.append(entry)
+    return merged, recorded
 
 
 def write_job_table(root: Path, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The local copy of the cluster's job table (entries merged by job id; an ended
-    job's entry keeps its outcome). Returns ``jobs`` as they were recorded."""
-    with _locked(root):
-        merged = {int(j["job_id"]): j for j in read_job_table(root)}
-        recorded = []
-        for job in jobs:
-            entry = _merged(merged.get(int(job["job_id"])), job)
-            merged[int(job["job_id"])] = entry
-            recorded.append(entry)
-        _write(root, list(merged.values()))
+    job's entry keeps its outcome). Returns ``jobs`` as they were recorded (as they
+    would be, where the copy cannot be written)."""
+    try:
+        with _locked(root):
+            merged, recorded = _merge_into(root, jobs)
+            _write(root, list(merged.values()))
+    except OSError as exc:
+        if not _cannot_write(exc):
+            raise
+        _, recorded = _merge_into(root, jobs)
     return recorded
 
 
 def update_job_table(root: Path, entry: dict[str, Any]) -> None:
-    with _locked(root):
-        jobs = [j for j in read_job_table(root) if j.get("job_id") != entry["job_id"]]
-        _write(root, [*jobs, entry])
+    try:
+        with _locked(root):
+            jobs = [j for j in read_job_table(root) if j.get("job_id") != entry["job_id"]]
+            _write(root, [*jobs, entry])
+    except OSError as exc:
+        if not _cannot_write(exc):
+            raise
 
 
 def _write(root: Path, jobs: list[dict[str, Any]]) -> None:
     ordered = sorted(jobs, key=lambda j: int(j["job_id"]))
     write_atomic(root / "jobs.json", json.dumps(ordered, indent=1, sort_keys=True) + "\n")
+
+
+# Incarnations: a cluster launched, taken down and launched again under its name gets
+# new nodes, whose job ids start at 1 again. The logs of each incarnation are kept
+# apart: the current one's in the log root, each earlier one's in ``earlier/<id>/``.
+
+INCARNATION_FILE = "incarnation"  # in the cluster's workspace and in its log root
+EARLIER = "earlier"
+_CLUSTER_FILE = "cluster.json"
+_HEAD_KEYS = ("transport", "ip", "node_dir", "pod", "namespace", "context")
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _head_identity(cluster_file: Path) -> str | None:
+    """A short digest of where the cluster's head node is (None: no such cluster)."""
+    try:
+        nodes = json.loads(cluster_file.read_text(encoding="utf-8")).get("nodes") or []
+        head = min(nodes, key=lambda n: int(n.get("rank") or 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    where = json.dumps([head.get(k) for k in _HEAD_KEYS])
+    return hashlib.sha256(where.encode()).hexdigest()[:16]
+
+
+def _stamp(when: float | None = None) -> str:
+    moment = datetime.datetime.fromtimestamp(
+        time.time() if when is None else when, datetime.timezone.utc)
+    return moment.strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def start_incarnation(cluster: str, root: Path) -> str | None:
+    """The id of the cluster's current incarnation (None when the cluster is not
+    launched here). It is kept in the cluster's workspace, which ``down`` removes, with
+    the identity of its head node: a workspace without it, or with another head, is a
+    new incarnation. The log root records whose logs it holds; when that is another
+    incarnation, those logs move to ``earlier/<their id>/`` first."""
+    from skyc.stacks.workspace import cluster_workspace
+
+    workspace = cluster_workspace(cluster)
+    head = _head_identity(workspace / _CLUSTER_FILE)
+    if head is None:
+        return None
+    marker = workspace / INCARNATION_FILE
+    live = _read_text(marker)
+    if live is not None and live.endswith(f" {head}") \
+            and live == _read_text(root / INCARNATION_FILE):
+        return live.split()[0]
+    try:
+        with _locked(root):
+            live = _read_text(marker)
+            if live is None or not live.endswith(f" {head}"):
+                live = f"{_stamp()} {head}"
+                write_atomic(marker, live + "\n")
+            kept = _read_text(root / INCARNATION_FILE)
+            if kept != live:
+                _set_aside(root, kept.split()[0] if kept else None)
+                write_atomic(root / INCARNATION_FILE, live + "\n")
+    except OSError as exc:
+        if not _cannot_write(exc):
+            raise
+        return live.split()[0] if live is not None else None
+    return live.split()[0]
+
+
+def _set_aside(root: Path, incarnation: str | None) -> None:
+    """Move the jobs in ``root`` (their logs and table) to ``earlier/<incarnation>/``."""
+    entries = [p for p in root.iterdir() if p.name.isdigit() or p.name == "jobs.json"]
+    if not entries:
+        return
+    name = incarnation or _stamp(max(p.stat().st_mtime for p in entries))
+    dest = root / EARLIER / name
+    while dest.exists():
+        dest = dest.with_name(dest.name + "+")
+    dest.mkdir(parents=True)
+    for path in entries:
+        os.replace(path, dest / path.name)
+
+
+def stored_job_ids(directory: Path) -> list[int]:
+    """The ids of the jobs whose logs ``directory`` holds, in order."""
+    if not directory.is_dir():
+        return []
+    return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit() and p.is_dir())
+
+
+def kept_logs(cluster: str) -> Path | None:
+    """Where the logs of the cluster's last incarnation that ran a job are: its log
+    root, else the newest of ``earlier/``; None when no job of it left logs here."""
+    root = skyc_home() / "logs" / cluster
+    earlier = root / EARLIER
+    older = sorted(earlier.iterdir(), reverse=True) if earlier.is_dir() else []
+    return next((d for d in [root, *older] if stored_job_ids(d)), None)
+
+
+def _stored_nodes(job_dir: Path, labels: dict[str, str]) -> list[str]:
+    found = set()
+    for path in job_dir.glob("*.log"):
+        name = path.name.removesuffix(".log")
+        found.add(name.removesuffix(".setup") if name.endswith(".setup") else name)
+    ranked = [n for n in labels if n in found]
+    return ranked + sorted(found - set(ranked), key=lambda n: (n != "head", n))
+
+
+def replay_job(job_dir: Path, labels: dict[str, str], out: OutputCallback) -> None:
+    """A job's stored output, node by node (setup, then run, as the nodes show it),
+    each line prefixed with the node's label (``labels``: node -> label)."""
+    for node in _stored_nodes(job_dir, labels):
+        prefixer = Prefixer(labels.get(node) or f"({node})", out)
+        for phase in ("setup", "run"):
+            path = job_dir / log_name(node, phase)
+            if not path.is_file():
+                continue
+            with path.open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    prefixer.feed(chunk)
+        prefixer.flush()
+
+
+def record_exit_code(root: Path, job_id: int, code: int) -> None:
+    """Keep a job's exit code in its entry of the job table (read once its cluster is
+    down and its nodes cannot be asked)."""
+    with _locked(root):
+        jobs = read_job_table(root)
+        for job in jobs:
+            if job.get("job_id") == job_id:
+                job["exit_code"] = code
+        _write(root, jobs)
