@@ -9,6 +9,7 @@ is not re-entrant: taking it twice in one process waits for itself.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -78,6 +79,35 @@ def _try_lock(fd: int, shared: bool = False) -> bool:
     return True
 
 
+def lock_held(name: str) -> bool:
+    """Whether a process holds cluster ``name``'s lock exclusively now (an apply or a
+    destroy at work). Creates nothing."""
+    try:
+        fd = os.open(lock_path(name), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return not _try_lock(fd, shared=True)
+    finally:
+        os.close(fd)
+
+
+def _open_lock(path: Path) -> tuple[int, bool]:
+    """The lock file's descriptor (the file made 0600 when new), and whether the
+    holder's record can be written into it: an existing lock file on a read-only
+    ``SKYC_HOME`` is still locked, read-only."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600), True
+    except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and path.is_file():
+            return os.open(path, os.O_RDONLY), False
+        raise StateError(
+            f"cannot create the lock file {exc.filename or path}: {exc.strerror or exc}",
+            hint=f"this command needs a writable SKYC_HOME with free space ({path.parent})",
+        ) from None
+
+
 @contextlib.contextmanager
 def cluster_lock(
     name: str,
@@ -91,11 +121,12 @@ def cluster_lock(
     If another process holds it, call ``on_wait`` once with a message naming the
     holder, then wait up to ``timeout`` seconds; raise :class:`LockTimeout` after.
     ``shared``: many holders at once (jobs starting), none while an exclusive holder
-    (apply, destroy) has it. A shared holder does not write its record into the file.
+    (apply, destroy) has it. A shared holder does not write its record into the file,
+    nor does a holder whose ``SKYC_HOME`` is read-only. A lock file that cannot be
+    created is a :class:`StateError` naming it.
     """
     path = lock_path(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd, writable = _open_lock(path)
     try:
         if not _try_lock(fd, shared):
             holder = _describe(read_holder(path))
@@ -115,7 +146,7 @@ def cluster_lock(
                         hint="wait for that command to finish, then try again",
                     )
                 time.sleep(_POLL_S)
-        if shared:
+        if shared or not writable:
             try:
                 yield path
             finally:
@@ -137,4 +168,4 @@ def cluster_lock(
         os.close(fd)
 
 
-__all__ = ["cluster_lock", "lock_path", "read_holder"]
+__all__ = ["cluster_lock", "lock_held", "lock_path", "read_holder"]

@@ -6,12 +6,21 @@ version (``{"v": 1, "data": ...}``); never pickles. The schema version lives in
 ``PRAGMA user_version`` and :data:`MIGRATIONS` brings an older database up to
 date when it is opened. Values under secret-looking keys (passwords, tokens,
 private keys) are replaced by ``"<redacted>"`` before anything is written.
+
+The file is 0600. After each change of a cluster's lifecycle and before each
+migration a checked copy is kept in ``state.db.bak`` (:func:`backup_path`); one kept
+from before the database was found empty is renamed ``state.db.bak-<time>``, and
+:func:`restore_state` (``skyc state restore``) puts a copy back. A damaged, full,
+locked or read-only file is a :class:`~skyc.errors.StateError` naming it and the way
+out (:func:`file_error`); a read-only ``SKYC_HOME`` is read, never written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import re
 import sqlite3
 import threading
@@ -260,30 +269,242 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _newer(version: int) -> StateError:
+    return StateError(
+        f"state database schema version {version} is newer than this skyc "
+        f"understands ({SCHEMA_VERSION})",
+        hint="upgrade skyc, or point SKYC_HOME at another directory",
+    )
+
+
 def migrate(conn: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:
     """Apply pending migrations (in one write transaction); return the new version."""
+    version = _user_version(conn)
+    if version > SCHEMA_VERSION:
+        raise _newer(version)
+    if version >= upto:
+        return version
     conn.execute("BEGIN IMMEDIATE")
     try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        version = _user_version(conn)
         if version > SCHEMA_VERSION:
-            raise StateError(
-                f"state database schema version {version} is newer than this skyc "
-                f"understands ({SCHEMA_VERSION})",
-                hint="upgrade skyc, or point SKYC_HOME at another directory",
-            )
+            raise _newer(version)
         for step in range(version, upto):
             MIGRATIONS[step](conn)
             conn.execute(f"PRAGMA user_version = {step + 1}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
     return max(version, upto)
+
+
+# -- failures of the file itself ----------------------------------------------
+
+# sqlite's primary result codes, and the words of its messages for them (before
+# Python 3.11 an error carries only its message).
+_BUSY, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 8, 10, 11, 13, 14, 26
+_WORDS = (("malformed", _CORRUPT), ("not a database", _NOTADB), ("readonly", _READONLY),
+          ("disk is full", _FULL), ("is locked", _BUSY), ("unable to open", _CANTOPEN),
+          ("disk i/o error", _IOERR))
+
+
+def _code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF
+    text = str(exc).lower()
+    return next((c for word, c in _WORDS if word in text), None)
+
+
+def file_error(path: Path, exc: sqlite3.Error) -> StateError | None:
+    """What a failure of the database file itself (damaged, read-only, full, locked,
+    unopenable) means, naming the file and the way out; None for any other sqlite
+    error, which is a bug and keeps its traceback."""
+    code = _code(exc)
+    if code == _IOERR and _no_space(path):
+        code = _FULL
+    if code in (_CORRUPT, _NOTADB):
+        return StateError(f"the state database {path} is damaged ({exc})",
+                          hint=recovery_hint(path))
+    if code == _READONLY:
+        return read_only_error(path)
+    if code == _FULL:
+        return StateError(
+            f"cannot write the state database {path}: no space left on its device",
+            hint=f"free space on the filesystem of {path.parent}, then run the command "
+            "again (this change was not recorded)")
+    if code == _BUSY:
+        return StateError(
+            f"the state database {path} stayed locked by another skyc process for "
+            f"{BUSY_TIMEOUT_S:g}s", hint="wait for that command to finish, then try again")
+    if code in (_CANTOPEN, _IOERR):
+        return StateError(
+            f"cannot use the state database {path} ({exc})",
+            hint=f"{path.parent} must be a directory this user can write, on a filesystem "
+            "with free space")
+    return None
+
+
+def _no_space(path: Path) -> bool:
+    try:
+        fs = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return fs.f_bavail == 0 or fs.f_favail == 0
+
+
+def read_only_error(path: Path) -> StateError:
+    return StateError(
+        f"cannot write the state database {path}: {path.parent} is read-only",
+        hint="run this command with a writable SKYC_HOME; plan, status, queue and logs "
+        "work on a read-only one")
+
+
+def recovery_hint(path: Path) -> str:
+    """How to get the records of a damaged database back."""
+    copies = kept_backups(path)
+    if not copies:
+        return (f"no copy of it was kept: move {path} aside (keep it), then adopt each "
+                "cluster that `skyc status` lists as a workspace without a record "
+                "(`skyc state adopt NAME`)")
+    newest = copies[0]
+    source = "" if newest == backup_path(path) else f" --from {newest}"
+    return (f"restore the copy skyc kept ({newest}, {_age(newest)}) with `skyc state "
+            f"restore{source}`; the damaged file is kept beside it")
+
+
+def _age(path: Path) -> str:
+    try:
+        seen = path.stat().st_mtime
+    except OSError:
+        return "of unknown age"
+    return "written " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
+
+
+# -- copies of the database -----------------------------------------------------
+
+BACKUP_SUFFIX = ".bak"
+
+
+def default_path() -> Path:
+    from skyc.home import skyc_home
+
+    return skyc_home() / "state.db"
+
+
+def backup_path(path: Path) -> Path:
+    """The copy of the database at ``path`` that skyc rewrites after each change of a
+    cluster's lifecycle and before each migration (one file, no journal)."""
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def kept_backups(path: Path) -> list[Path]:
+    """The copies of the database at ``path``, newest first: the latest
+    (``state.db.bak``) and those set aside when the database was found empty
+    (``state.db.bak-<time>``)."""
+    import glob
+
+    found: list[tuple[float, Path]] = []
+    for copy in path.parent.glob(glob.escape(path.name + BACKUP_SUFFIX) + "*"):
+        with contextlib.suppress(OSError):
+            found.append((copy.stat().st_mtime, copy))
+    return [copy for _, copy in sorted(found, reverse=True)]
+
+
+def _stamp() -> str:
+    now = time.time()
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+
+
+def _temp_beside(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+
+
+def _write_copy(source: sqlite3.Connection, dest: Path, journal: str) -> None:
+    """``source``'s database as the new file ``dest`` (0600), checked by sqlite."""
+    from skyc.home import PRIVATE_FILE
+
+    os.close(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE))
+    conn = sqlite3.connect(str(dest), isolation_level=None)
+    try:
+        source.backup(conn)
+        conn.execute(f"PRAGMA journal_mode = {journal}")
+        check = str(conn.execute("PRAGMA quick_check").fetchone()[0])
+    finally:
+        conn.close()
+    if check != "ok":
+        raise StateError(f"the copy of the state database in {dest} fails sqlite's "
+                         f"check: {check}")
+
+
+def _open_copy(source: Path) -> sqlite3.Connection:
+    """The copy ``source``, read-only, checked by sqlite."""
+    if not source.is_file():
+        raise StateError(f"no copy of the state database at {source}",
+                         hint="`skyc status` lists the copies skyc kept")
+    conn = sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True,
+                           isolation_level=None)
+    try:
+        check = str(conn.execute("PRAGMA quick_check").fetchone()[0])
+        version = _user_version(conn)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StateError(f"{source} is not a usable copy of the state database ({exc})"
+                         ) from None
+    if check != "ok" or version > SCHEMA_VERSION:
+        conn.close()
+        raise _newer(version) if check == "ok" else StateError(
+            f"{source} is damaged too: {check}", hint="restore another copy with --from")
+    return conn
+
+
+def _set_aside(path: Path, kept: Path) -> Path | None:
+    """Move the database at ``path`` with its journal files to ``kept``."""
+    moved = None
+    for suffix in ("", "-wal", "-shm"):
+        part = path.with_name(path.name + suffix)
+        if part.exists():
+            os.replace(part, kept.with_name(kept.name + suffix))
+            moved = moved or kept
+    return moved
+
+
+def restore_state(path: Path, source: Path) -> Path | None:
+    """Make the copy ``source`` the state database at ``path``. The database it
+    replaces, damaged or not, is moved to ``<path>.before-restore-<time>`` (returned;
+    None when there was none). No other skyc process should be running."""
+    copy = _open_copy(source)
+    tmp = _temp_beside(path)
+    try:
+        _write_copy(copy, tmp, "WAL")
+        kept = _set_aside(path, path.with_name(f"{path.name}.before-restore-{_stamp()}"))
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise StateError(f"cannot restore {path}: {exc.filename or path}: "
+                         f"{exc.strerror or exc}",
+                         hint=f"{path.parent} must be writable, with free space") from None
+    except sqlite3.Error as exc:
+        raise file_error(tmp, exc) or StateError(f"cannot restore {path}: {exc}") from None
+    finally:
+        copy.close()
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+    return kept
+
+
+# -- opening it ---------------------------------------------------------------
 
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open ``path`` in autocommit mode with WAL and a busy timeout."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    conn = None
     try:
         conn = sqlite3.connect(
             str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -291,11 +512,82 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
-    except sqlite3.DatabaseError as exc:
-        raise StateError(
-            f"cannot open the state database {path}: {exc}",
-            hint="move the file aside; skyc creates a fresh one",
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        raise file_error(path, exc) or StateError(
+            f"cannot open the state database {path}: {exc}", hint=recovery_hint(path)
         ) from None
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _prepare_file(path: Path) -> bool:
+    """Create the database's directory and its file (0600), or make an existing one
+    0600; False when they cannot be written (a read-only SKYC_HOME)."""
+    from skyc.home import PRIVATE_FILE, tighten
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Never open (and close) a database that exists: closing any descriptor of a
+        # file drops every POSIX lock this process holds on it, sqlite's included, and
+        # another process could then remove the journal under live connections.
+        if not path.exists():
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+        elif not os.access(path, os.W_OK):
+            return False
+    except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return False
+        raise StateError(f"cannot create the state database {path}: {exc.strerror or exc}",
+                         hint=f"{path.parent} must be a directory this user can write, on "
+                         "a filesystem with free space") from None
+    if not os.access(path.parent, os.W_OK):  # sqlite writes its journal beside the file
+        return False
+    for suffix in ("", "-wal", "-shm"):
+        tighten(path.with_name(path.name + suffix), PRIVATE_FILE)
+    return True
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """``path`` opened for reading only. A database whose journal is not beside it
+    (cleanly closed) is read as an immutable file: sqlite cannot make its shared-memory
+    file in a read-only directory."""
+    uri = f"{path.absolute().as_uri()}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        wal = path.with_name(path.name + "-wal")
+        if _code(exc) != _CANTOPEN or (wal.exists() and wal.stat().st_size > 0):
+            raise
+    return sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None,
+                           check_same_thread=False)
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """The records of ``path`` (a read-only SKYC_HOME) copied into memory and brought
+    up to this skyc's schema there; no records when there is no database."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    try:
+        if path.is_file() and path.stat().st_size > 0:
+            source = _connect_read_only(path)
+            try:
+                source.backup(conn)
+            finally:
+                source.close()
+        migrate(conn)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise file_error(path, exc) or StateError(
+            f"cannot read the state database {path}: {exc}", hint=recovery_hint(path)
+        ) from None
+    except BaseException:
+        conn.close()
+        raise
     conn.row_factory = sqlite3.Row
     return conn
 
@@ -304,21 +596,74 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 class StateDB:
-    """Typed access to ``state.db``. Safe to use from several processes at once."""
+    """Typed access to ``state.db``. Safe to use from several processes at once.
+
+    On a read-only ``SKYC_HOME`` it reads (``read_only``) and refuses every write
+    with a :class:`StateError` naming the file. A failure of the file itself
+    (damaged, full, locked) is a :class:`StateError` that says how to recover.
+    After each change of a cluster's lifecycle (recorded, new status, forgotten) and
+    before each migration it keeps a checked copy in :func:`backup_path`."""
 
     def __init__(self, path: Path | None = None) -> None:
         if path is None:
-            from skyc.home import skyc_home
+            from skyc.home import ensure_home
 
-            path = skyc_home() / "state.db"
+            path = ensure_home() / "state.db"
         self.path = path
-        self._conn = connect(path)
+        self.read_only = False
         self._lock = threading.RLock()
+        self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if not _prepare_file(self.path):
+            self.read_only = True
+            return _open_read_only(self.path)
+        self._conn = connect(self.path)
         try:
-            migrate(self._conn)
-        except sqlite3.DatabaseError as exc:
+            self._migrate()
+        except sqlite3.Error as exc:
             self._conn.close()
-            raise StateError(f"state database {path} is unreadable: {exc}") from None
+            raise file_error(self.path, exc) or StateError(
+                f"state database {self.path} is unreadable: {exc}",
+                hint=recovery_hint(self.path)) from None
+        except BaseException:
+            self._conn.close()
+            raise
+        return self._conn
+
+    def _migrate(self) -> None:
+        version = _user_version(self._conn)
+        if version == 0:
+            self._keep_earlier_backup()
+        elif version < SCHEMA_VERSION:
+            self.backup()
+        migrate(self._conn)
+
+    def _keep_earlier_backup(self) -> None:
+        """An empty database (new, or emptied): a copy kept from before it is renamed,
+        so that this database's copies do not replace it."""
+        latest = backup_path(self.path)
+        with contextlib.suppress(OSError):
+            if latest.exists():
+                os.replace(latest, latest.with_name(f"{latest.name}-{_stamp()}"))
+
+    def backup(self) -> Path | None:
+        """Rewrite :func:`backup_path` with a checked copy of the database; None when
+        none could be written (read-only, full, damaged), the database unchanged."""
+        if self.read_only:
+            return None
+        target = backup_path(self.path)
+        tmp = _temp_beside(target)
+        try:
+            with self._lock:
+                _write_copy(self._conn, tmp, "DELETE")
+            os.replace(tmp, target)
+        except (OSError, sqlite3.Error, StateError):
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        return target
 
     def close(self) -> None:
         self._conn.close()
@@ -331,14 +676,23 @@ class StateDB:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise read_only_error(self.path)
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                error = file_error(self.path, exc)
+                if error is None:
+                    raise
+                raise error from None
 
     def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One write transaction (for tables kept by other modules, e.g. managed jobs)."""
@@ -350,7 +704,13 @@ class StateDB:
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return list(self._conn.execute(sql, args).fetchall())
+            try:
+                return list(self._conn.execute(sql, args).fetchall())
+            except sqlite3.Error as exc:
+                error = file_error(self.path, exc)
+                if error is None:
+                    raise
+                raise error from None
 
     # clusters --------------------------------------------------------------
 
@@ -362,6 +722,7 @@ class StateDB:
             record.launched_at, record.hourly_cost, record.last_job, now,
         )
         with self._write() as conn:
+            before = _status_of(conn, record.name)
             conn.execute(
                 """
                 INSERT INTO clusters (name, status, cloud, region, zone, placement, workspace,
@@ -378,6 +739,8 @@ class StateDB:
                 """,
                 row,
             )
+        if before != record.status:
+            self.backup()
 
     def upsert_cluster_from_placement(
         self,
@@ -445,12 +808,15 @@ class StateDB:
     def set_cluster_status(self, name: str, status: ClusterStatus) -> None:
         _check(status, ClusterStatus, "cluster status")
         with self._write() as conn:
+            before = _status_of(conn, name)
             cur = conn.execute(
                 "UPDATE clusters SET status = ?, updated_at = ? WHERE name = ?",
                 (status, time.time(), name),
             )
             if cur.rowcount == 0:
                 raise StateError(f"no cluster named '{name}' in the state database")
+        if before != status:
+            self.backup()
 
     def remove_cluster(self, name: str) -> bool:
         """Forget a cluster with its jobs and events; False if it was not there."""
@@ -458,7 +824,10 @@ class StateDB:
             cur = conn.execute("DELETE FROM clusters WHERE name = ?", (name,))
             conn.execute("DELETE FROM jobs WHERE cluster = ?", (name,))
             conn.execute("DELETE FROM events WHERE cluster = ?", (name,))
-            return cur.rowcount > 0
+            removed = cur.rowcount > 0
+        if removed:
+            self.backup()
+        return removed
 
     # jobs ------------------------------------------------------------------
 
@@ -535,8 +904,12 @@ class StateDB:
 
     def reconcile_jobs(self, cluster: str, observed: dict[int, str]) -> list[JobRecord]:
         """Bring unfinished job records in line with what the nodes report (cluster job
-        id -> status). A finished record is history and is never changed."""
-        changed = []
+        id -> status). A finished record is history and is never changed. On a
+        read-only SKYC_HOME the records stay as they are (the caller shows the nodes'
+        view)."""
+        changed: list[JobRecord] = []
+        if self.read_only:
+            return changed
         for job in self.list_jobs(cluster):
             if job.job_id is None or job.status in TERMINAL_JOB_STATUSES:
                 continue
@@ -571,6 +944,11 @@ class StateDB:
             )
             for r in rows
         ]
+
+
+def _status_of(conn: sqlite3.Connection, name: str) -> str | None:
+    row = conn.execute("SELECT status FROM clusters WHERE name = ?", (name,)).fetchone()
+    return None if row is None else str(row[0])
 
 
 def _cluster(row: sqlite3.Row) -> ClusterRecord:
@@ -616,7 +994,12 @@ __all__ = [
     "JobRecord",
     "JobStatus",
     "StateDB",
+    "backup_path",
     "connect",
+    "default_path",
+    "file_error",
+    "kept_backups",
     "migrate",
     "redact",
+    "restore_state",
 ]

@@ -193,7 +193,7 @@ COMMAND_MODULES = {
     "apply": "cmd_apply", "launch": "cmd_apply",
     "exec": "cmd_jobs", "queue": "cmd_jobs", "logs": "cmd_jobs", "cancel": "cmd_jobs",
     "jobs": "cmd_managed",
-    "status": "cmd_status",
+    "status": "cmd_status", "state": "cmd_status",
     "autostop": "cmd_lifecycle", "stop": "cmd_lifecycle", "start": "cmd_lifecycle",
     "ssh": "cmd_ssh", "ssh-config": "cmd_ssh",
 }
@@ -283,7 +283,13 @@ def _no_plugin_search() -> None:
 
 
 def main() -> None:
-    """Console-script entry point: run the app, turn SkycErrors into clean messages."""
+    """Console-script entry point: run the app, turn SkycErrors into clean messages.
+
+    Everything the command and the engines it runs create is private to this user
+    ($SKYC_HOME 0700, its state, engine state, saved plans and logs 0600)."""
+    from skyc.home import use_private_umask
+
+    use_private_umask()
     code = _run()
     _before_exit()
     sys.exit(code)
@@ -326,9 +332,7 @@ def _run() -> int:
         print_error(SkycError("aborted"))
         return 1
     except OSError as exc:
-        # A path the user gave (or SKYC_HOME) cannot be read or written.
-        where = f"{exc.filename}: " if exc.filename else ""
-        print_error(SkycError(f"{where}{exc.strerror or exc}"))
+        print_error(_os_error(exc))
         return 1
     except SystemExit as exc:
         # A command that exits itself (sys.exit(n) deep in a command body).
@@ -346,6 +350,26 @@ def _run() -> int:
             show()
             return code
         raise
+
+
+def _os_error(exc: OSError) -> SkycError:
+    """A path the user gave (or SKYC_HOME) cannot be read or written: the error names
+    it (SKYC_HOME when the system did not say which path, as a full disk's may not)."""
+    import errno
+
+    from skyc.home import skyc_home
+
+    home = skyc_home()
+    where = exc.filename or (home if exc.errno in (
+        errno.ENOSPC, errno.EROFS, errno.EDQUOT) else None)
+    hint = {errno.ENOSPC: "free space on that filesystem, then run the command again",
+            errno.EDQUOT: "free space within your quota, then run the command again",
+            }.get(exc.errno or 0)
+    if exc.errno == errno.EROFS and str(where).startswith(str(home)):
+        hint = ("run this command with a writable SKYC_HOME; plan, status, queue and logs "
+                "work on a read-only one")
+    prefix = f"{where}: " if where else ""
+    return SkycError(f"{prefix}{exc.strerror or exc}", hint=hint)
 
 
 def __getattr__(name: str) -> Any:

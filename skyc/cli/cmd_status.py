@@ -11,11 +11,15 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from skyc.stacks.workspace import Orphan
     from skyc.state import ClusterRecord, ClusterStatus, EventRecord, StateDB
 
 FORMATS = ("table", "json")
-# --format json: {"format_version", "clusters": [...]}; additions bump the minor.
-STATUS_JSON_VERSION = "1.0"
+# --format json: {"format_version", "clusters": [...], "orphans": [...]}; additions bump
+# the minor. 1.1: "orphans", the cluster workspaces the state has no record of.
+STATUS_JSON_VERSION = "1.1"
 
 
 Probe = Callable[["ClusterRecord"], "str | tuple[str, str]"]
@@ -182,21 +186,16 @@ def engine_probe(record: ClusterRecord) -> tuple[str, str]:
 
 
 def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False) -> None:
-    from skyc.errors import ConfigError, StateError
+    from skyc.errors import ConfigError
+    from skyc.stacks.workspace import orphan_workspaces
     from skyc.state import StateDB
 
     if fmt not in FORMATS:
         raise ConfigError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     with StateDB() as db:
-        if name is None:
-            records = db.list_clusters()
-        else:
-            record = db.get_cluster(name)
-            if record is None:
-                raise StateError(
-                    f"no cluster named '{name}'", hint="`skyc status` lists the clusters"
-                )
-            records = [record]
+        known = db.list_clusters()
+        records = known if name is None else [_one(db, name)]
+        orphans = orphan_workspaces(r.name for r in known) if name is None else []
         if refresh:
             records = [_refresh(db, r) for r in records]
         now = time.time()
@@ -205,12 +204,64 @@ def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False
             if verbose:
                 for row in rows:
                     row["events"] = [_event_dict(e) for e in db.events(row["name"])]
-            typer.echo(json.dumps({"format_version": STATUS_JSON_VERSION, "clusters": rows},
+            typer.echo(json.dumps({"format_version": STATUS_JSON_VERSION, "clusters": rows,
+                                   "orphans": [_orphan_dict(o) for o in orphans]},
                                   indent=2, sort_keys=True))
-        elif not rows:
-            typer.echo("No clusters. Launch one with `skyc apply TASK.yaml`.")
-        else:
+            return
+        if rows:
             _print_table(db, rows, verbose)
+        elif not orphans:
+            typer.echo("No clusters. Launch one with `skyc apply TASK.yaml`.")
+        if orphans:
+            _print_orphans(db.path, orphans, bool(rows))
+
+
+def _one(db: StateDB, name: str) -> ClusterRecord:
+    from skyc.errors import ConfigError, StateError
+    from skyc.stacks.workspace import cluster_workspace, has_stack
+
+    record = db.get_cluster(name)
+    if record is not None:
+        return record
+    try:
+        workspace = cluster_workspace(name)
+    except ConfigError:  # not a name a cluster can have: no workspace either
+        workspace = None
+    if workspace is not None and has_stack(workspace):
+        raise StateError(
+            f"no cluster named '{name}' in {db.path}, but its workspace {workspace} holds "
+            "a stack: what it created may still exist",
+            hint=f"record it again with `skyc state adopt {name}`, or destroy it with "
+            f"`skyc down {name}`")
+    raise StateError(f"no cluster named '{name}'", hint="`skyc status` lists the clusters")
+
+
+def _orphan_dict(orphan: Orphan) -> dict[str, Any]:
+    return {"name": orphan.name, "workspace": str(orphan.workspace), "engine": orphan.engine,
+            "cloud": orphan.cloud, "nodes": orphan.nodes,
+            "adopt": f"skyc state adopt {orphan.name}", "destroy": f"skyc down {orphan.name}"}
+
+
+def _print_orphans(db_path: Path, orphans: list[Orphan], after_table: bool) -> None:
+    """The workspaces the state has no record of, what to do with them, and the copies
+    of the state that may still know them."""
+    from skyc.state import kept_backups
+
+    lines = ["" if after_table else "No clusters recorded.",
+             f"Cluster workspaces without a record in {db_path} (what their stacks created "
+             "may still exist, and cost money):"]
+    width = max(len(o.name) for o in orphans)
+    for orphan in orphans:
+        nodes = f"{orphan.nodes} node{'s' if orphan.nodes != 1 else ''}"
+        lines.append(f"  {orphan.name:<{width}}  {orphan.cloud or '-'}  {nodes}  "
+                     f"{orphan.workspace}")
+    lines.append("Record one again: skyc state adopt NAME    destroy it: skyc down NAME")
+    copies = kept_backups(db_path)
+    if copies:
+        lines.append("Copies of the state skyc kept (put one back with `skyc state restore "
+                     "--from FILE`):")
+        lines += [f"  {copy}" for copy in copies]
+    typer.echo("\n".join(lines))
 
 
 def _refresh(db: StateDB, record: ClusterRecord) -> ClusterRecord:
@@ -225,7 +276,79 @@ def _refresh(db: StateDB, record: ClusterRecord) -> ClusterRecord:
         return record
 
 
+state_app = typer.Typer(
+    help="The state database (state.db): put back a copy skyc kept, or record a cluster "
+    "again from its workspace.",
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+)
+
+
+@state_app.command("restore")
+def state_restore(
+    source: str | None = typer.Option(
+        None, "--from", metavar="FILE",
+        help="The copy to put back (default: state.db.bak, the latest one)."),
+) -> None:
+    """Replace state.db with a copy skyc kept; the database it replaces is kept beside
+    it. Run it while no other skyc command runs."""
+    from pathlib import Path
+
+    from skyc.stacks.workspace import orphan_workspaces
+    from skyc.state import StateDB, backup_path, default_path, restore_state
+
+    path = default_path()
+    copy = Path(source) if source else backup_path(path)
+    if source is None and not copy.exists():
+        _no_latest_copy(path, copy)
+    kept = restore_state(path, copy)
+    typer.echo(f"restored {path} from {copy}")
+    if kept is not None:
+        typer.echo(f"the database it replaced is kept as {kept}")
+    with StateDB(path) as db:
+        known = db.list_clusters()
+        orphans = orphan_workspaces(r.name for r in known)
+    typer.echo(f"{len(known)} cluster(s) recorded; `skyc status --refresh` checks them "
+               "against their stacks and nodes")
+    if orphans:
+        _print_orphans(path, orphans, True)
+
+
+def _no_latest_copy(path: Path, latest: Path) -> None:
+    from skyc.errors import StateError
+    from skyc.state import kept_backups
+
+    copies = kept_backups(path)
+    if copies:
+        raise StateError(f"no copy of the state database at {latest}",
+                         hint="pick one of the copies skyc kept with --from: "
+                         + ", ".join(str(c) for c in copies))
+    raise StateError(f"no copy of the state database at {latest}: skyc keeps one once a "
+                     "cluster was recorded, started, stopped or removed",
+                     hint="`skyc status` lists the workspaces to adopt (`skyc state adopt "
+                     "NAME`)")
+
+
+@state_app.command("adopt")
+def state_adopt(
+    names: list[str] = typer.Argument(..., metavar="CLUSTER",
+                                      help="Clusters whose workspaces have no record."),
+) -> None:
+    """Record clusters again from their workspaces ($SKYC_HOME/clusters/NAME): the
+    stack's engine, and the nodes and placement of the last apply."""
+    from skyc.stacks.workspace import adopt_workspace
+    from skyc.state import StateDB
+
+    with StateDB() as db:
+        for name in names:
+            record = adopt_workspace(db, name)
+            typer.echo(f"{name}: recorded again ({record.status}, {infra(record)}, "
+                       f"{len(record.nodes)} node(s)); check it with `skyc status "
+                       f"--refresh {name}`")
+
+
 def register(app: typer.Typer) -> None:
+    app.add_typer(state_app, name="state")
+
     @app.command("status")
     def status(
         name: str | None = typer.Argument(None, metavar="CLUSTER", help="Show only this cluster."),

@@ -241,6 +241,7 @@ def _start_detached(argv: list[str], cwd: str, env: dict[str, str], out_fd: int)
             os.dup2(out_fd, 1)
             os.dup2(out_fd, 2)
             _default_signals()
+            _user_umask()
             os.execve(program, argv, env)
         except OSError as exc:
             os.write(err_w, str(exc.errno or 0).encode())
@@ -254,6 +255,17 @@ def _start_detached(argv: list[str], cwd: str, env: dict[str, str], out_fd: int)
         errno = int(report)
         raise OSError(errno, f"{os.strerror(errno)}: {argv[0]!r}")
     return pid
+
+
+def _user_umask() -> None:
+    """The umask of the user who launched skyc, when skyc said it (local nodes: skyc's
+    own files are private, what the user's commands write is not)."""
+    try:
+        mask = int(os.environ.get("SKYC_USER_UMASK", ""), 8)
+    except ValueError:
+        return
+    if 0 <= mask <= 0o777:
+        os.umask(mask)
 
 
 def _wait_code(pid: int) -> int:

@@ -35,8 +35,13 @@ class LocalProcess:
 
     @classmethod
     async def start(cls, command: str, cwd: Path, env: Mapping[str, str]) -> LocalProcess:
+        from skyc.home import USER_UMASK_ENV, user_umask
+
+        # The agent keeps skyc's private umask for its own files (logs); it starts the
+        # user's commands with the user's umask, given here.
         popen = subprocess.Popen(
-            ["bash", "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.PIPE,
+            ["bash", "-c", command], cwd=cwd,
+            env={**env, USER_UMASK_ENV: f"{user_umask():03o}"}, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         proc = cls(popen)
         try:
