@@ -7,6 +7,7 @@ records what happened in the state database and reports progress through a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +38,7 @@ from skyc.preflight import (
 )
 
 if TYPE_CHECKING:
+    from skyc.jobs.records import ManagedJob
     from skyc.nodes import ClusterInfo
     from skyc.runtime import JobSpec
     from skyc.runtime.autostop import AutostopPlan
@@ -44,6 +46,11 @@ if TYPE_CHECKING:
     from skyc.state import ClusterRecord, StateDB
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
+
+
+# The name the managed-jobs controller gives a job's cluster (skyc.jobs.controller's
+# ``cluster_for``): the job's id, then the task's index for a pipeline.
+_JOB_CLUSTER = re.compile(r"^skyc-job-(\d+)(?:-\d+)?$")
 
 
 class LaunchReporter(Protocol):
@@ -252,8 +259,10 @@ def _provision(
     from skyc.compiler import choose_engine, target
     from skyc.infra import missing_credentials
     from skyc.provision import destroy_attempt, provision
+    from skyc.stacks.workspace import cluster_workspace, has_stack
 
-    home = None if opts.anywhere else cluster_home(db.get_cluster(name))
+    before = db.get_cluster(name)
+    home = None if opts.anywhere else cluster_home(before)
     keep_in_place = home is not None
     pinned = opts
     if home is not None:
@@ -308,6 +317,7 @@ def _provision(
         db.reconcile_jobs(name, end_removed_jobs(reshape))
 
     engine_ran: list[Placement] = []
+    trail = _AttemptTrail()
 
     def do_provision(p: Placement) -> ClusterInfo:
         missing = missing_credentials(p.cloud, config=config)
@@ -327,6 +337,7 @@ def _provision(
         reporter.stage("provision", f"{p.infra} ({engine})")
         first = not engine_ran
         engine_ran.append(p)
+        trail.ran = len(engine_ran)
         db.upsert_cluster_from_placement(name, p, status="INIT", engine=engine)
         # The first attempt applies the diff the user confirmed (its saved engine plan),
         # or checks the engine's plan against the reviewed plan file's changes.
@@ -345,9 +356,14 @@ def _provision(
         if keep_in_place:
             reporter.stage("kept", f"cluster {name} keeps its resources on {p.infra}")
             return
+        if not has_stack(cluster_workspace(name)):
+            trail.cleaned = len(engine_ran)  # the engine stopped before writing anything
+            return
         reporter.stage("cleanup", f"destroying what the attempt on {p.infra} created")
+        trail.destroying = True
         try:
             destroy_attempt(name, progress=reporter.engine_event)
+            trail.cleaned = len(engine_ran)
         except SkycError as exc:
             exc.hint = (f"the engine's state still lists what the attempt created: run "
                         f"`skyc destroy {name}` to remove it, or `skyc apply` to retry")
@@ -362,13 +378,47 @@ def _provision(
             plan.tasks[0].placement, provision=do_provision, cleanup=cleanup,
             next_placement=next_placement, policy=pinned.failover, on_attempt=on_attempt,
         )
-    except SkycError:
-        # An attempt refused before provisioning (no credentials) recorded nothing.
-        if db.get_cluster(name) is not None:
-            db.set_cluster_status(name, "FAILED")
+    except SkycError as exc:
+        _record_failed_apply(db, name, before, trail, exc)
         raise
     db.mark_cluster_up(name, result.value, result.placement)
     return result.value, result.placement, result.attempts
+
+
+@dataclass
+class _AttemptTrail:
+    """What one apply's attempts did: engine runs, whether a cleanup began destroying,
+    and how many runs were destroyed again since (all of them: nothing is left)."""
+
+    ran: int = 0
+    destroying: bool = False
+    cleaned: int = 0
+
+
+def _record_failed_apply(db: StateDB, name: str, before: ClusterRecord | None,
+                         trail: _AttemptTrail, error: SkycError) -> None:
+    """After every attempt failed. A cluster of which nothing was destroyed, and that
+    had come up or that no engine ran for, keeps its record as it was (the engine may
+    have changed part of it: ``skyc status --refresh`` checks). A new cluster that left
+    nothing behind is forgotten. Any other is FAILED, with the failure as an event."""
+    from skyc.provision import forget_attempts
+
+    if db.get_cluster(name) is None:
+        return  # refused before provisioning (no credentials): nothing was recorded
+    came_up = before is not None and before.launched_at is not None
+    if before is not None and not trail.destroying and (came_up or trail.ran == 0):
+        db.upsert_cluster(before)
+        db.add_event(name, "apply-failed", f"apply failed; the cluster keeps its status "
+                     f"{before.status}: {error.message}", {"status": before.status})
+    elif before is None and trail.ran == 0:
+        db.remove_cluster(name)
+    elif not came_up and trail.ran > 0 and trail.cleaned == trail.ran:
+        db.remove_cluster(name)  # every engine run was destroyed again: nothing is left
+        forget_attempts(name)
+    else:
+        db.set_cluster_status(name, "FAILED")
+        db.add_event(name, "apply-failed", f"apply failed: {error.message}",
+                     {"status": "FAILED"})
 
 
 def provision_cluster(
@@ -387,13 +437,15 @@ def provision_cluster(
                           autostop=False)
 
 
-def teardown_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 600.0) -> None:
-    """End the cluster's jobs, destroy its stack and forget it (under its lock)."""
+def teardown_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 600.0,
+                     *, for_job: int | None = None) -> None:
+    """End the cluster's jobs, destroy its stack and forget it (under its lock).
+    ``for_job``: the managed job whose controller tears its own cluster down."""
     from skyc.locks import cluster_lock
     from skyc.state import StateDB
 
     with StateDB() as db, cluster_lock(name, timeout=lock_timeout):
-        _teardown(name, db, reporter)
+        _teardown(name, db, reporter, for_job)
 
 
 def _confirm_changes(
@@ -457,22 +509,77 @@ def _run(
     return result.exit_code, result.job_id, failure
 
 
-def end_cluster_jobs(name: str) -> dict[str, list[int]]:
-    """Before a cluster is destroyed: end every job on its nodes, with every process the
-    jobs started (daemons too). Unreachable nodes are skipped. By node, the jobs ended."""
+def managed_job_of(cluster: str, db: StateDB | None = None) -> ManagedJob | None:
+    """The unfinished managed job whose cluster ``cluster`` is; None for any other."""
+    from skyc.jobs.controller import cluster_for
+    from skyc.jobs.store import ManagedJobStore
+
+    match = _JOB_CLUSTER.match(cluster)
+    if match is None:
+        return None
+    store = ManagedJobStore(db)
+    try:
+        job = store.get(int(match.group(1)))
+    finally:
+        if db is None:
+            store.close()
+    if job is None or job.done:
+        return None
+    mine = {cluster_for(job, i) for i in range(job.num_tasks)}
+    return job if cluster == job.cluster or cluster in mine else None
+
+
+def check_not_managed(cluster: str, doing: str = "destroying", *, for_job: int | None = None,
+                      db: StateDB | None = None) -> None:
+    """Refuse to end a managed job's cluster from outside its controller: that would
+    cancel the job with no recovery. ``for_job``: the job whose controller acts."""
+    job = managed_job_of(cluster, db)
+    if job is None or job.id == for_job:
+        return
+    named = f" ({job.name})" if job.name else ""
+    raise SkycError(
+        f"cluster {cluster} belongs to managed job {job.id}{named}, which is {job.status}: "
+        f"{doing} it would cancel the job with no recovery; the cluster is left as it is",
+        hint=f"cancel the job with `skyc jobs cancel {job.id}` (its controller tears the "
+        f"cluster down), or let it end (`skyc jobs queue` shows it)")
+
+
+def skip_managed(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``skyc down -a``: the clusters to destroy, and a note for each managed job's
+    cluster left alone."""
+    kept: list[str] = []
+    notes: list[str] = []
+    for name in names:
+        job = managed_job_of(name)
+        if job is None:
+            kept.append(name)
+        else:
+            notes.append(f"{name}: skipped, it runs managed job {job.id} ({job.status}); "
+                         f"cancel it with `skyc jobs cancel {job.id}`")
+    return kept, notes
+
+
+def end_cluster_jobs(name: str, *, for_job: int | None = None,
+                     db: StateDB | None = None) -> dict[str, list[int]]:
+    """Before a cluster is destroyed or stopped: end every job on its nodes, with every
+    process the jobs started (daemons too). Unreachable nodes are skipped. By node, the
+    jobs ended. Refused on a managed job's cluster unless ``for_job`` is that job (its
+    controller acting)."""
     from skyc.nodes import recorded_cluster
     from skyc.runtime import stop_all_jobs
 
+    check_not_managed(name, for_job=for_job, db=db)
     info = recorded_cluster(name)
     if info is None or not info.nodes:
         return {}  # never provisioned (or already gone): no node runs a job of it
     return stop_all_jobs(info)
 
 
-def _teardown(name: str, db: StateDB, reporter: LaunchReporter) -> None:
+def _teardown(name: str, db: StateDB, reporter: LaunchReporter,
+              for_job: int | None = None) -> None:
     from skyc.provision import teardown
 
-    end_cluster_jobs(name)
+    end_cluster_jobs(name, for_job=for_job, db=db)
     teardown(name, progress=reporter.engine_event)
     db.add_event(name, "destroy", "cluster destroyed")
     db.remove_cluster(name)

@@ -54,10 +54,10 @@ def _prepare(
             f"cluster {cluster} was created with {existing}; its stack cannot move to {name}",
             hint=f"use --engine {existing}, or `skyc destroy {cluster}` first",
         )
+    driver = open_engine(name, workspace)  # an engine missing here: nothing is written
     stack = build_stack(cluster, placement, candidate, config=config, workspace=workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     write_stack(stack, workspace, workspace_values(stack, workspace), engine=name)
-    driver = open_engine(name, workspace)
     driver.prepare(stack)
     return workspace, driver
 
@@ -289,6 +289,20 @@ def teardown(cluster: str, progress: ProgressCallback | None = None) -> None:
             return
         raise ConfigError(f"no cluster named {cluster!r} (nothing in {workspace})")
     _destroy(cluster, open_engine(engine, workspace), progress)
+    _clear_workspace(workspace)
+
+
+def forget_attempts(cluster: str) -> None:
+    """After a first apply whose every attempt was destroyed again: remove the stack,
+    its empty engine state and the key from the workspace (``logs/`` stays), so that no
+    workspace of a cluster that never existed is left behind."""
+    workspace = cluster_workspace(cluster)
+    if workspace.is_dir():
+        _clear_workspace(workspace)
+
+
+def _clear_workspace(workspace: Path) -> None:
+    """Remove everything in ``workspace`` but ``logs/``."""
     for path in workspace.iterdir():
         if path.name == "logs":
             continue

@@ -4,9 +4,63 @@ head node)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import Any
+
 import typer
 
 from skyc.cli import params
+
+# The commands whose hold on a cluster's lock an interrupt ends cleanly (as Ctrl-C does).
+_INTERRUPTIBLE = frozenset({"apply", "launch"})
+
+
+def _holder_words(holder: dict[str, Any]) -> list[str]:
+    words = str(holder.get("command") or "").split()
+    if words and words[0] in ("__main__.py", "skyc"):
+        words[0] = "skyc"
+    return words
+
+
+def lock_notice(cluster: str, timeout: float, holder: dict[str, Any] | None) -> str:
+    """What a command about to wait for cluster ``cluster``'s lock says: who holds it,
+    since when, how long it waits, and how to stop waiting or interrupt the holder."""
+    if not holder:
+        return (f"waiting up to {timeout:g}s for the lock on cluster {cluster}, held by "
+                "another skyc process; Ctrl-C to stop waiting")
+    words = _holder_words(holder)
+    pid = holder.get("pid")
+    text = f"waiting up to {timeout:g}s for the lock on cluster {cluster}, held by "
+    text += f"`{' '.join(words)}` (pid {pid})" if words else f"pid {pid}"
+    since = holder.get("since")
+    if isinstance(since, (int, float)):
+        stamp = time.strftime("%H:%M:%S", time.localtime(since))
+        text += f" since {stamp} ({max(0.0, time.time() - since):.0f}s ago)"
+    text += "; Ctrl-C to stop waiting"
+    if len(words) > 1 and words[1] in _INTERRUPTIBLE and isinstance(pid, int):
+        text += f", or interrupt that {words[1]} with: kill -INT {pid}"
+    return text
+
+
+def lock_waiter(cluster: str, timeout: float) -> Callable[[str], None]:
+    """``on_wait`` for :func:`skyc.locks.cluster_lock`: says who holds the lock."""
+    def say(_message: str) -> None:
+        from skyc.cli.output import print_line
+        from skyc.locks import lock_path, read_holder
+
+        print_line(lock_notice(cluster, timeout, read_holder(lock_path(cluster))), err=True)
+
+    return say
+
+
+def say_if_locked(cluster: str, timeout: float) -> None:
+    """Before a command that takes the cluster's lock without saying so: if another
+    skyc holds it now, say who and what the wait is."""
+    from skyc.locks import lock_held
+
+    if timeout > 0 and lock_held(cluster):
+        lock_waiter(cluster, timeout)("")
 
 
 def autostop_cmd(
@@ -57,11 +111,15 @@ def stop_cmd(
 ) -> None:
     """Stop the cluster's nodes, keeping their disks: the same stack, re-applied with
     the nodes stopped (where the target can; refused for spot, local, SSH pools, TPU VMs).
-    Jobs on it are ended first."""
+    Jobs on it are ended first. A managed job's cluster is refused: cancel the job with
+    `skyc jobs cancel ID`."""
     from skyc.cli.output import print_line
     from skyc.cli.report import ConsoleReporter
+    from skyc.launch import check_not_managed
     from skyc.power import stop_cluster
 
+    check_not_managed(cluster, "stopping")
+    say_if_locked(cluster, lock_timeout)
     if stop_cluster(cluster, ConsoleReporter(), lock_timeout):
         print_line(f"cluster {cluster}: STOPPED (disks kept); start it with: skyc start "
                    f"{cluster}")
@@ -80,6 +138,7 @@ def start_cmd(
     from skyc.cli.report import ConsoleReporter
     from skyc.power import start_cluster
 
+    say_if_locked(cluster, lock_timeout)
     info = start_cluster(cluster, ConsoleReporter(), lock_timeout)
     if info is None:
         print_line(f"cluster {cluster} is not stopped")

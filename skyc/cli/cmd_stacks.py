@@ -140,8 +140,18 @@ def destroy_cmd(
     if all_clusters:
         if names:
             raise ConfigError("destroy: give cluster names or -a, not both")
+        from skyc.stacks.workspace import orphan_workspaces
+
         with StateDB() as db:
             names = [c.name for c in db.list_clusters()]
+        # Workspaces with a stack but no record (an emptied state): their resources
+        # exist all the same, and `-a` means every cluster.
+        names += [o.name for o in orphan_workspaces(names)]
+        from skyc.launch import skip_managed
+
+        names, skipped = skip_managed(names)
+        for note in skipped:
+            console.print(note, markup=False)
         if not names:
             console.print("no clusters to destroy", markup=False)
             return
@@ -153,6 +163,10 @@ def destroy_cmd(
     from skyc.jobs.remote import check_destroy
 
     check_destroy(names, purge=purge)  # the managed-jobs controller's cluster
+    from skyc.launch import check_not_managed
+
+    for name in names:
+        check_not_managed(name)  # a managed job's cluster: `skyc jobs cancel N`
     if not yes:
         if not sys.stdin.isatty():
             raise ConfigError(
@@ -166,7 +180,10 @@ def destroy_cmd(
         if not typer.confirm(question, err=True):
             raise typer.Abort()
     for name in names:
-        with cluster_lock(name, timeout=60), console.status(f"destroying {name}") as status:
+        from skyc.cli.cmd_lifecycle import lock_waiter
+
+        with cluster_lock(name, timeout=60, on_wait=lock_waiter(name, 60)), \
+                console.status(f"destroying {name}") as status:
             from skyc.launch import end_cluster_jobs
 
             end_cluster_jobs(name)  # every job process, daemons included, before the nodes

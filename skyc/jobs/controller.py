@@ -281,7 +281,7 @@ class Controller:
                     {"cluster": cluster, "infra": where, "why": why},
                     recoveries=self.job.recoveries + 1, cluster_job=None)
                 with contextlib.suppress(SkycError, OSError):
-                    end_cluster_jobs(cluster)
+                    end_cluster_jobs(cluster, for_job=self.job_id)
                 self._down(cluster)
                 blocked, pin = _next_scope(info, recovery.strategy)
                 info, attempt, run_id = None, None, None
@@ -432,7 +432,7 @@ class Controller:
         if not workspace.exists() or all(p.name == "logs" for p in workspace.iterdir()):
             return
         self.say(f"tearing down cluster {cluster}")
-        teardown_cluster(cluster, self.reporter)
+        teardown_cluster(cluster, self.reporter, for_job=self.job_id)
 
 
 def _infra(info: ClusterInfo, *, zone: bool = True) -> str:

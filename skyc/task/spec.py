@@ -136,8 +136,20 @@ def _mount_target(target: str) -> str:
 WORKDIR_ON_NODES = "~/sky_workdir"
 
 
+def _leaves_home(target: str) -> bool:
+    """Whether ``~`` or ``~/...`` climbs out of the home directory through ``..``."""
+    if target != "~" and not target.startswith("~/"):
+        return False
+    rest = posixpath.normpath("./" + target[2:])
+    return rest == ".." or rest.startswith("../")
+
+
 def _file_mount_target(target: str) -> str:
-    """As SkyPilot: a relative target (``./data``, ``data``) lies under ~/sky_workdir/."""
+    """As SkyPilot: a relative target (``./data``, ``data``) lies under ~/sky_workdir/.
+    A target under ``~`` must stay there."""
+    if _leaves_home(target):
+        raise ValueError(f"mount target {target!r} leaves the home directory (~) through "
+                         "'..'; give an absolute path, or a path under ~ without '..'")
     if target.startswith("/") or target.startswith("~"):
         return target
     rel = posixpath.normpath(target)

@@ -112,7 +112,9 @@ def test_every_candidate_fails_lists_attempts_and_destroy_cleans(aws: AwsHome) -
     # Each failed attempt was destroyed before the next one.
     assert state_ids(aws.workspace("nocap")) == set()
     assert leaks(aws.moto, set()) == {}
-    assert aws.status("nocap")[0]["status"] == "FAILED"
+    # A first apply that left nothing behind leaves no record (the attempts are in the
+    # apply's own output and log).
+    assert aws.status() == []
 
     out = aws.skyc("destroy", "nocap", "--yes")
     assert out.returncode == 0, out.stdout + out.stderr
