@@ -22,7 +22,7 @@ from _timing import ROOT, skyc_command
 
 sys.path.insert(0, str(ROOT))
 
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 
 MARKER = "first-line"
 

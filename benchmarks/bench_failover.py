@@ -45,9 +45,9 @@ class TimingReporter:
 
 
 def main() -> int:
-    from skyc.failover import FailoverPolicy
-    from skyc.launch import LaunchOptions, launch
-    from skyc.provision import teardown
+    from skyc.apply.failover import FailoverPolicy
+    from skyc.apply.launch import LaunchOptions, launch
+    from skyc.apply.provision import teardown
     from skyc.task import load_tasks
     from tests.support.fault_proxy import FaultProxy, FaultRule
     from tests.support.moto_server import CREDENTIALS, start_moto

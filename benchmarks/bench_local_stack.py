@@ -34,9 +34,9 @@ def main() -> int:
         os.environ.update(SKYC_HOME=str(Path(tmp) / "home"), SKYC_TERRAFORM=str(wrapper),
                           SKYC_BENCH_TF_LOG=str(log))
 
-        from skyc.config import SkycConfig
+        from skyc.apply.provision import provision, teardown
         from skyc.optimizer.plan import Placement
-        from skyc.provision import provision, teardown
+        from skyc.settings.config import SkycConfig
         from skyc.task.candidate import ResourceCandidate
 
         placement = Placement(cloud="local", num_nodes=args.nodes, hourly_cost=0.0)

@@ -22,11 +22,11 @@ from _timing import ROOT, bench_env, load_average, skyc_command, time_runs
 
 sys.path.insert(0, str(ROOT))
 
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 
 _CAT = """
 import asyncio, sys
-from skyc.nodes import Node
+from skyc.model.nodes import Node
 from skyc.runtime.transport import LocalTransport
 node = Node(name="head", rank=0, transport="local", ip="127.0.0.1", node_dir=sys.argv[1])
 out = sys.stdout.buffer

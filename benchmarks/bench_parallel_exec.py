@@ -28,9 +28,9 @@ from _timing import ROOT, bench_env, load_average, skyc_command
 
 sys.path.insert(0, str(ROOT))
 
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 from skyc.runtime import queue
-from skyc.state import ClusterRecord, StateDB
+from skyc.state.database import ClusterRecord, StateDB
 
 CODES = 7
 

@@ -28,8 +28,9 @@ CASE = ROOT / "tests" / "fixtures" / "compile" / "aws" / "gpu_2node_spot"
 
 
 def _once(home: Path) -> float:
+    from skyc.errors import EngineInterrupted
     from skyc.stacks import open_engine, write_stack
-    from skyc.stacks.engine import EngineInterrupted, ProgressEvent, interruptible
+    from skyc.stacks.engine import ProgressEvent, interruptible
     from tests.compiler.golden import compile_case
 
     workspace = home / "clusters" / f"bench-{time.monotonic_ns()}"

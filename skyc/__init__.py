@@ -27,12 +27,12 @@ _EXPORTS = {
     "Plan": "skyc.optimizer.plan",
     "Placement": "skyc.optimizer.plan",
     "build_stack": "skyc.compiler",
-    "provision": "skyc.provision",
-    "teardown": "skyc.provision",
+    "provision": "skyc.apply.provision",
+    "teardown": "skyc.apply.provision",
     "run_job": "skyc.runtime",
     "job_spec_from_task": "skyc.runtime",
-    "launch": "skyc.launch",
-    "LaunchOptions": "skyc.launch",
+    "launch": "skyc.apply.launch",
+    "LaunchOptions": "skyc.apply.launch",
     "SkycError": "skyc.errors",
 }
 

@@ -14,21 +14,44 @@ The tree::
     ├── InfeasibleError             no offer satisfies a request; says what is missing
     │                               and the nearest offers
     ├── UnsupportedFeature          valid input that skyc (or one target) cannot do yet
+    │   └── Refused                 a task that cannot run as written; .problems
     ├── ProvisionError              a cloud refused to create a resource;
     │                               .code, .scope (placement|zone|region|cloud),
     │                               .retryable, .location (where it happened)
+    ├── FailoverExhausted           every placement tried failed; .attempts
+    ├── Interrupted                 provisioning stopped by Ctrl-C (exit 130); the hint
+    │                               says how to resume or clean up
+    ├── PolicyViolation             a placement breaks the policy; nothing was applied
     ├── EngineError                 the IaC engine (terraform, tofu, pulumi) failed or
-    │                               is missing, for a reason other than provisioning
+    │   │                           is missing, for a reason other than provisioning
+    │   ├── ApplyFailed             it ran and the cloud refused something;
+    │   │                           .diagnostics, .log_file
+    │   └── EngineInterrupted       stopped on request, as Ctrl-C stops it
     ├── StateError                  the local state database or a cluster lock
-    │   └── LockTimeout             another skyc holds the cluster's lock
-    └── RuntimeAgentError           sync, setup or run on the nodes failed
-        ├── TransportError          a node cannot be reached (SSH, subprocess)
-        └── JobFailed               the job ran and a node exited non-zero; .exit_code
+    │   ├── LockTimeout             another skyc holds the cluster's lock
+    │   └── StalePlan               a saved plan no longer matches its inputs; .moved
+    ├── RuntimeAgentError           sync, setup or run on the nodes failed
+    │   ├── TransportError          a node cannot be reached (SSH, subprocess)
+    │   └── JobFailed               the job ran and a node exited non-zero; .exit_code
+    └── managed jobs:
+        ├── Cancelled               the job was cancelled while its controller waited
+        ├── LeaseLost               another controller took the job's lease
+        ├── LeaseHeld               another controller supervises the job
+        ├── AlreadyRunning          a controller already serves this SKYC_HOME (exit 0)
+        └── ControllerUnreachable   the controller cluster does not answer
+
+Every class is defined here (a test fails on a SkycError subclass defined elsewhere).
 """
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from skyc.apply.failover import Attempt
+    from skyc.stacks.diagnostics import Diagnostic
 
 Scope = Literal["placement", "zone", "region", "cloud"]
 
@@ -169,19 +192,102 @@ class JobFailed(RuntimeAgentError):
         self.exit_code = job_exit_code if 0 < job_exit_code < 256 else 1
 
 
+class ApplyFailed(EngineError):
+    """The engine ran but the cloud refused something; ``diagnostics`` holds the details.
+
+    Compilers classify the diagnostics into a ProvisionError; when they cannot,
+    this error reaches the user as an engine failure with the first message.
+    """
+
+    def __init__(
+        self, message: str, diagnostics: list[Diagnostic], *, log_file: Path | None = None
+    ) -> None:
+        hint = f"full engine output: {log_file}" if log_file else None
+        super().__init__(message, hint=hint)
+        self.diagnostics = diagnostics
+        self.log_file = log_file
+
+class EngineInterrupted(EngineError):
+    """An engine command was stopped on request before it finished, the way Ctrl-C
+    stops it: what it created so far is in the engine's state."""
+
+class StalePlan(StateError):
+    """The saved plan no longer matches its inputs; ``moved`` lists what changed."""
+
+    def __init__(self, path: Path, moved: list[str]) -> None:
+        super().__init__(
+            f"{path}: the plan is stale, nothing was applied: " + "; ".join(moved),
+            hint="run `skyc plan ... -o FILE` again and review the new plan")
+        self.moved = moved
+
+class PolicyViolation(SkycError):
+    """The placement breaks the policy; nothing was applied for it."""
+
+class Interrupted(SkycError):
+    """Provisioning was interrupted (Ctrl-C); the hint says how to resume or clean up."""
+
+    exit_code = 130
+
+class FailoverExhausted(SkycError):
+    """Every placement tried failed; ``attempts`` says what happened to each."""
+
+    def __init__(self, message: str, attempts: list[Attempt], *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.attempts = attempts
+
+class Cancelled(SkycError):
+    """The job was cancelled while the controller waited on something."""
+
+class LeaseLost(SkycError):
+    """Another controller took the job's lease: this one stops supervising."""
+
+class LeaseHeld(SkycError):
+    """Another controller supervises the job."""
+
+class AlreadyRunning(SkycError):
+    """Another controller process serves this SKYC_HOME."""
+
+    exit_code = 0
+
+class ControllerUnreachable(SkycError):
+    """The controller cluster is recorded but does not answer."""
+
+
+class Refused(UnsupportedFeature):
+    """A task that cannot run as written; ``problems`` lists why, one per field."""
+
+    def __init__(self, subject: str, problems: list[str]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{subject} cannot run, nothing was created:\n{lines}",
+                         hint="fix the fields named above and run the command again")
+
+
 __all__ = [
+    "AlreadyRunning",
+    "ApplyFailed",
+    "Cancelled",
     "CatalogError",
     "ConfigError",
+    "ControllerUnreachable",
     "EngineError",
+    "EngineInterrupted",
+    "FailoverExhausted",
     "InfeasibleError",
+    "Interrupted",
     "JobFailed",
+    "LeaseHeld",
+    "LeaseLost",
     "LockTimeout",
+    "PolicyViolation",
     "ProvisionError",
     "ProvisionFailure",
+    "Refused",
     "RuntimeAgentError",
     "Scope",
     "SkycError",
     "SpecProblem",
+    "StalePlan",
     "StateError",
     "TaskSpecError",
     "TransportError",

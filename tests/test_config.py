@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from skyc.config import load_config
 from skyc.errors import ConfigError
+from skyc.settings.config import load_config
 
 
 def test_a_backend_without_credentials_is_accepted(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from skyc.launch import cluster_home
-from skyc.state import ClusterRecord
+from skyc.apply.launch import cluster_home
+from skyc.state.database import ClusterRecord
 
 
 def test_a_cluster_that_never_came_up_may_go_anywhere() -> None:

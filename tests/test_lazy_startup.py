@@ -40,10 +40,10 @@ TARGET_PARTS = tuple(f"skyc.compiler.{t}.{m}"
                      for t in ("aws", "azure", "gcp", "kubernetes", "local", "ssh")
                      for m in ("lowering", "errors", "outputs", "images"))
 # Stages of apply that plan, validate and exec do not run.
-STAGES = ("skyc.launch", "skyc.failover", "skyc.provision", "skyc.power",
+STAGES = ("skyc.apply.launch", "skyc.apply.failover", "skyc.apply.provision", "skyc.apply.power",
           "skyc.stacks.engine", "skyc.stacks.model", "skyc.stacks.terraform",
           "skyc.stacks.pulumi_engine", "skyc.stacks.pulumi_program", "skyc.jobs",
-          "skyc.reconcile")
+          "skyc.apply.reconcile")
 
 
 def _modules(tmp_path: Path, *args: str) -> set[str]:
@@ -89,7 +89,7 @@ def test_validate_imports_neither_optimizer_nor_compiler(tmp_path: Path, task: P
     assert "skyc.task.spec" in names  # it did validate
     assert _loaded(names, HEAVY) == []
     assert _loaded(names, ("skyc.compiler", "skyc.optimizer", "skyc.catalog", "skyc.stacks",
-                           "skyc.config")) == []
+                           "skyc.settings.config")) == []
     assert _loaded(names, STAGES) == []
 
 
@@ -122,7 +122,7 @@ def test_a_stale_command_table_still_finds_the_command(tmp_path: Path) -> None:
 
 
 def test_exec_imports_no_optimizer_catalog_or_engine(tmp_path: Path) -> None:
-    from skyc.nodes import ClusterInfo, Node
+    from skyc.model.nodes import ClusterInfo, Node
 
     home = tmp_path / "home"
     workspace = home / "clusters" / "c1"
@@ -140,7 +140,7 @@ def test_exec_imports_no_optimizer_catalog_or_engine(tmp_path: Path) -> None:
     assert _loaded(names, STAGES) == []  # its job is recorded without the launch stages
     assert _loaded(names, ("skyc.optimizer.core", "skyc.optimizer.chain", "skyc.catalog")) == []
     # The state, locks, logs and workspace need skyc's directory, not the config's models.
-    assert _loaded(names, ("skyc.config", "skyc.compiler")) == []
+    assert _loaded(names, ("skyc.settings.config", "skyc.compiler")) == []
 
 
 def test_no_config_file_builds_no_config_validator(tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_no_config_file_builds_no_config_validator(tmp_path: Path) -> None:
     validator is built); they equal a validated empty config."""
     code = (
         "import sys; from pathlib import Path\n"
-        "from skyc.config import SkycConfig, load_config\n"
+        "from skyc.settings.config import SkycConfig, load_config\n"
         "from skyc.compiler.kubernetes.config import KubernetesConfig\n"
         "config = load_config(Path(sys.argv[1]))\n"
         "print(SkycConfig.__pydantic_complete__, KubernetesConfig.__pydantic_complete__)\n"

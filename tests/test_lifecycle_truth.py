@@ -65,8 +65,8 @@ def _record_managed_job(home: Path, cluster: str, status: str) -> int:
     """A managed job in the state database whose cluster is ``cluster`` (its
     controller is not needed to decide whether the cluster is the job's)."""
     from skyc.jobs.records import JobSpecDoc
-    from skyc.jobs.store import ManagedJobStore
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
+    from skyc.state.managed_jobs import ManagedJobStore
 
     store = ManagedJobStore(StateDB(home / "state.db"))
     try:
@@ -99,7 +99,7 @@ def test_down_and_stop_refuse_a_managed_jobs_cluster_and_its_controller_tears_it
     assert (skyc.workspace("skyc-job-1") / "cluster.json").exists()
 
     # The job's controller acts for the job: its teardown is not refused.
-    from skyc.launch import check_not_managed, teardown_cluster
+    from skyc.apply.launch import check_not_managed, teardown_cluster
 
     monkeypatch.setenv("SKYC_HOME", str(skyc.home))
     with pytest.raises(SkycError, match="belongs to managed job 1") as info:
@@ -119,7 +119,7 @@ def test_a_finished_jobs_leftover_cluster_and_other_clusters_can_go(
     _record_managed_job(skyc.home, "skyc-job-1", "SUCCEEDED")
     _record_managed_job(skyc.home, "skyc-job-2", "RUNNING")
 
-    from skyc.launch import managed_job_of, skip_managed
+    from skyc.apply.launch import managed_job_of, skip_managed
 
     monkeypatch.setenv("SKYC_HOME", str(skyc.home))
     assert managed_job_of("skyc-job-1") is None       # the job ended: the cluster is free
@@ -289,7 +289,7 @@ def test_file_mount_targets_that_stay_inside_are_accepted(
 HOLD_LOCK = """
 import sys, time
 sys.argv = [{main!r}, "apply", "box.yaml", "--yes"]
-from skyc.locks import cluster_lock
+from skyc.state.locks import cluster_lock
 with cluster_lock("box", timeout=5):
     print("held", flush=True)
     time.sleep(60)
@@ -346,7 +346,7 @@ def test_the_lock_waiter_names_the_holder_when_the_lock_is_taken(
 ) -> None:
     from skyc.cli.cmd_lifecycle import lock_notice, lock_waiter
     from skyc.errors import LockTimeout
-    from skyc.locks import cluster_lock
+    from skyc.state.locks import cluster_lock
 
     monkeypatch.setenv("SKYC_HOME", str(skyc.home))
     with pytest.raises(LockTimeout), cluster_lock("box", timeout=0.3,

@@ -11,9 +11,9 @@ from skyc.catalog.accelerators import canonical_name, normalize_key
 from skyc.catalog.offer import Offer, OfferQuery
 from skyc.catalog.store import BUNDLED_DIR, raw_clouds, read_compact, read_meta
 from skyc.catalog.table import CloudTable
-from skyc.config import skyc_home
 from skyc.errors import CatalogError
 from skyc.optimizer.plan import CatalogSource
+from skyc.settings.config import skyc_home
 
 
 class Catalog:

@@ -16,8 +16,8 @@ import subprocess
 from pathlib import Path
 
 from skyc.catalog.offer import Offer
-from skyc.config import SshPool
 from skyc.errors import ConfigError
+from skyc.settings.config import SshPool
 
 
 def _meminfo_gib(path: Path = Path("/proc/meminfo")) -> float | None:

@@ -103,7 +103,7 @@ def read_compact(path: Path) -> dict[str, Any]:
 def _cache_path(path: Path, size: int, mtime_ns: int) -> tuple[Path, CacheKey]:
     import sys
 
-    from skyc.home import skyc_home
+    from skyc.settings.home import skyc_home
 
     where = str(path.resolve())
     key: CacheKey = (where, size, mtime_ns, sys.version_info[0], sys.version_info[1])

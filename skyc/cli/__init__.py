@@ -287,7 +287,7 @@ def main() -> None:
 
     Everything the command and the engines it runs create is private to this user
     ($SKYC_HOME 0700, its state, engine state, saved plans and logs 0600)."""
-    from skyc.home import use_private_umask
+    from skyc.settings.home import use_private_umask
 
     use_private_umask()
     code = _run()
@@ -357,7 +357,7 @@ def _os_error(exc: OSError) -> SkycError:
     it (SKYC_HOME when the system did not say which path, as a full disk's may not)."""
     import errno
 
-    from skyc.home import skyc_home
+    from skyc.settings.home import skyc_home
 
     home = skyc_home()
     where = exc.filename or (home if exc.errno in (

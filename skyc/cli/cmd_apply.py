@@ -28,7 +28,7 @@ from skyc.cli.options import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from skyc.launch import LaunchOptions
+    from skyc.apply.launch import LaunchOptions
     from skyc.optimizer.plan import Placement
     from skyc.task import Task
 
@@ -116,10 +116,10 @@ def apply_cmd(
         False, "--allow-policy-violations",
         help="Apply even when the policy is violated (recorded in the cluster's events)."),
 ) -> None:
+    from skyc.apply.failover import FailoverPolicy
+    from skyc.apply.launch import LaunchOptions, launch
     from skyc.cli.report import ConsoleReporter
     from skyc.errors import ConfigError
-    from skyc.failover import FailoverPolicy
-    from skyc.launch import LaunchOptions, launch
     from skyc.task import load_tasks, parse_secret_flags
 
     check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
@@ -187,9 +187,9 @@ def apply_cmd(
 def _policy_gate(explicit: Path | None, task_file: Path, tasks: Sequence[Task], allow: bool
                  ) -> Callable[[str, Placement], None] | None:
     """The policy check before each attempt (None: no policy applies)."""
-    from skyc.config import load_config
     from skyc.review.admit import policy_gate
     from skyc.review.policy import find_policy, load_policy
+    from skyc.settings.config import load_config
 
     path = find_policy(explicit, task_file, load_config().policy)
     if path is None or len(tasks) != 1:
@@ -202,11 +202,11 @@ def _apply_saved(path: Path, secret: list[str], base: LaunchOptions,
                  ask: Callable[[str], bool] | None = None) -> None:
     """``skyc apply PLANFILE``: exactly the reviewed plan, without asking again; when
     every placement it lists failed, ``ask`` (None: stop) says whether to go on."""
+    from skyc.apply.launch import launch
     from skyc.cli.report import ConsoleReporter
-    from skyc.config import load_config
-    from skyc.launch import launch
     from skyc.review.planfile import read
     from skyc.review.saved_apply import launch_options, load_tasks_of
+    from skyc.settings.config import load_config
     from skyc.task import parse_secret_flags
 
     plan = read(path)
@@ -227,8 +227,8 @@ def _apply_saved(path: Path, secret: list[str], base: LaunchOptions,
 
 def refresh_ssh_config() -> None:
     """$SKYC_HOME/ssh/config, for `ssh CLUSTER` (see `skyc ssh-config`)."""
-    from skyc.config import skyc_home
-    from skyc.sshconfig import write_config
+    from skyc.runtime.sshconfig import write_config
+    from skyc.settings.config import skyc_home
 
     try:
         write_config(skyc_home())

@@ -101,10 +101,10 @@ def show_gpus(
     """
     from skyc.catalog import OfferQuery
     from skyc.cli.output import fitted_table, print_table, print_text
-    from skyc.config import load_config
     from skyc.errors import InfeasibleError
-    from skyc.infra import catalog_for
     from skyc.optimizer import parse_infra
+    from skyc.settings.config import load_config
+    from skyc.settings.infra import catalog_for
 
     where = one_infra(infra)
     cloud, region, zone = parse_infra(where)

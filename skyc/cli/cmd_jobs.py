@@ -22,7 +22,7 @@ from skyc.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from skyc.nodes import ClusterInfo
+    from skyc.model.nodes import ClusterInfo
     from skyc.task import Task
 
 
@@ -31,7 +31,7 @@ def load_cluster(name: str) -> ClusterInfo:
     from pydantic import ValidationError
 
     from skyc.errors import ConfigError, StateError
-    from skyc.nodes import ClusterInfo
+    from skyc.model.nodes import ClusterInfo
     from skyc.stacks.workspace import cluster_workspace
 
     path = cluster_workspace(name) / "cluster.json"
@@ -58,7 +58,7 @@ def _print_line(label: str, line: str) -> None:
 def _check_fits(task_path: Path, cluster: str, info: ClusterInfo, task: Task) -> None:
     from skyc.errors import ConfigError
     from skyc.runtime.fit import accelerator_problem
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     if task.num_nodes > len(info.nodes):
         raise ConfigError(
@@ -82,7 +82,7 @@ def _check_fits(task_path: Path, cluster: str, info: ClusterInfo, task: Task) ->
 def _on_every_host(spec: Any, cluster: str, info: ClusterInfo) -> Any:
     """A cluster with more nodes than were placed (each placed node a multi-host TPU
     slice): the task's num_nodes counts placed nodes, each that many hosts."""
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     with StateDB() as db:
         record = db.get_cluster(cluster)
@@ -133,11 +133,11 @@ def exec_cmd(
                                      help="Run setup even when it has not changed."),
 ) -> None:
     """Sync the task's workdir and run its setup and run commands on num_nodes nodes."""
+    from skyc.apply.preflight import check_task
     from skyc.errors import UnsupportedFeature
-    from skyc.job_records import JobRecorder
-    from skyc.preflight import check_task
     from skyc.runtime import job_spec_from_task, run_job
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
+    from skyc.state.job_records import JobRecorder
     from skyc.task import load_tasks, parse_secret_flags
     from skyc.task.inline import inline_task, is_task_file
 
@@ -184,7 +184,7 @@ def exec_cmd(
 
 def _reconcile(cluster: str, jobs: list[dict[str, Any]]) -> None:
     """What the nodes report, into the state database's unfinished records."""
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     with StateDB() as db:
         if db.get_cluster(cluster) is not None:
@@ -222,13 +222,13 @@ def queue_cmd(
 
     from skyc.cli.output import fitted_table, print_table, print_warning
     from skyc.errors import ConfigError, SkycError
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"--format {fmt}: expected 'table' or 'json'")
     names = list(clusters or [])
     if all_clusters or not names:
-        from skyc.config import skyc_home
+        from skyc.settings.config import skyc_home
 
         with StateDB() as db:
             known = {c.name for c in db.list_clusters()}
@@ -295,8 +295,8 @@ def logs_cmd(
 
     Exits with the job's code once it has ended (0 while it still runs). Once the
     cluster is down, prints the logs kept of its last incarnation's jobs."""
+    from skyc.apply.reconcile import removed_nodes_outcome
     from skyc.errors import ConfigError, JobFailed
-    from skyc.reconcile import removed_nodes_outcome
     from skyc.runtime import queue, tail_logs
     from skyc.stacks.workspace import check_cluster_name
 

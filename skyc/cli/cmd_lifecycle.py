@@ -44,10 +44,10 @@ def lock_notice(cluster: str, timeout: float, holder: dict[str, Any] | None) -> 
 
 
 def lock_waiter(cluster: str, timeout: float) -> Callable[[str], None]:
-    """``on_wait`` for :func:`skyc.locks.cluster_lock`: says who holds the lock."""
+    """``on_wait`` for :func:`skyc.state.locks.cluster_lock`: says who holds the lock."""
     def say(_message: str) -> None:
         from skyc.cli.output import print_line
-        from skyc.locks import lock_path, read_holder
+        from skyc.state.locks import lock_path, read_holder
 
         print_line(lock_notice(cluster, timeout, read_holder(lock_path(cluster))), err=True)
 
@@ -57,7 +57,7 @@ def lock_waiter(cluster: str, timeout: float) -> Callable[[str], None]:
 def say_if_locked(cluster: str, timeout: float) -> None:
     """Before a command that takes the cluster's lock without saying so: if another
     skyc holds it now, say who and what the wait is."""
-    from skyc.locks import lock_held
+    from skyc.state.locks import lock_held
 
     if timeout > 0 and lock_held(cluster):
         lock_waiter(cluster, timeout)("")
@@ -77,12 +77,12 @@ def autostop_cmd(
 ) -> None:
     """Set (or cancel) autostop: the node agent on the head watches for idleness and
     acts from there, so it works with this machine off (see the README per target)."""
+    from skyc.apply.launch import plan_cluster_autostop, set_cluster_autostop
     from skyc.cli.cmd_jobs import load_cluster
     from skyc.cli.output import print_line
     from skyc.errors import ConfigError
-    from skyc.launch import plan_cluster_autostop, set_cluster_autostop
     from skyc.runtime.autostop import cancel_autostop
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     if cancel == (idle_minutes is not None):
         raise ConfigError("give -i N (with --down to tear down) or --cancel",
@@ -113,10 +113,10 @@ def stop_cmd(
     the nodes stopped (where the target can; refused for spot, local, SSH pools, TPU VMs).
     Jobs on it are ended first. A managed job's cluster is refused: cancel the job with
     `skyc jobs cancel ID`."""
+    from skyc.apply.launch import check_not_managed
+    from skyc.apply.power import stop_cluster
     from skyc.cli.output import print_line
     from skyc.cli.report import ConsoleReporter
-    from skyc.launch import check_not_managed
-    from skyc.power import stop_cluster
 
     check_not_managed(cluster, "stopping")
     say_if_locked(cluster, lock_timeout)
@@ -134,9 +134,9 @@ def start_cmd(
         help="Seconds to wait for another skyc on this cluster (0: do not wait)."),
 ) -> None:
     """Start a stopped cluster: its stack re-applied with the nodes running."""
+    from skyc.apply.power import start_cluster
     from skyc.cli.output import print_line
     from skyc.cli.report import ConsoleReporter
-    from skyc.power import start_cluster
 
     say_if_locked(cluster, lock_timeout)
     info = start_cluster(cluster, ConsoleReporter(), lock_timeout)

@@ -267,7 +267,8 @@ def controller_cmd(
 
 def _controller_daemon(restart: bool) -> None:
     from skyc.cli.output import print_line
-    from skyc.jobs.daemon import AlreadyRunning, serve
+    from skyc.errors import AlreadyRunning
+    from skyc.jobs.daemon import serve
     from skyc.jobs.starter import ensure_running
 
     if restart:

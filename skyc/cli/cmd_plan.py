@@ -245,7 +245,8 @@ def _diff_with_progress(tasks: list[Any], plan: Plan, names: list[str], **kwargs
 
 def _check_node_limits(plan: Plan) -> None:
     """Refuse a plan whose num_nodes is more than its target supports."""
-    from skyc.preflight import Refused, node_limit_problem
+    from skyc.apply.preflight import node_limit_problem
+    from skyc.errors import Refused
 
     for tp in plan.tasks:
         problem = node_limit_problem(tp.placement.cloud, tp.placement.num_nodes)
@@ -322,10 +323,10 @@ def plan_cmd(
     """
     from skyc.cli.output import print_warning
     from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line, scope_lines
-    from skyc.config import load_config
     from skyc.errors import ConfigError
-    from skyc.infra import catalog_for, plan_scope
     from skyc.optimizer import optimize as run_optimizer
+    from skyc.settings.config import load_config
+    from skyc.settings.infra import catalog_for, plan_scope
     from skyc.task import load_tasks, parse_secret_flags
 
     check_choice("--format", fmt, ("table", "json", "markdown"))
@@ -361,7 +362,7 @@ def plan_cmd(
         )
     names: list[str] = []
     if diff:
-        from skyc.cluster_names import cluster_names_for
+        from skyc.model.cluster_names import cluster_names_for
 
         names = cluster_names_for(tasks, cluster)
     config = load_config()
@@ -391,7 +392,7 @@ def plan_cmd(
         for line in lines:
             print_warning(line)
     from skyc.cli.plan_stacks import check_policy, plan_exit_code, print_policy, review_outputs
-    from skyc.cluster_names import cluster_names_for
+    from skyc.model.cluster_names import cluster_names_for
 
     clusters = names or cluster_names_for(tasks, cluster)
     # Before the engine diff: a policy file that cannot be read fails fast.
@@ -464,8 +465,8 @@ def check(
     from rich.markup import escape
 
     from skyc.cli.output import safe
-    from skyc.config import load_config
-    from skyc.infra import check_infra
+    from skyc.settings.config import load_config
+    from skyc.settings.infra import check_infra
 
     check_choice("--format", fmt, ("table", "json"))
     config = load_config()
@@ -504,8 +505,8 @@ def catalog_update(
 ) -> None:
     """Copy a catalog into $SKYC_HOME/catalog/ (it then takes precedence over the bundled one)."""
     from skyc.catalog import update_catalog
-    from skyc.config import skyc_home
     from skyc.errors import ConfigError
+    from skyc.settings.config import skyc_home
 
     if not source:
         raise ConfigError(

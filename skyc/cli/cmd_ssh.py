@@ -21,8 +21,8 @@ def ssh_config_cmd(
     from pathlib import Path
 
     from skyc.cli.output import print_line
-    from skyc.config import skyc_home
-    from skyc.sshconfig import include_line, install_include, write_config
+    from skyc.runtime.sshconfig import include_line, install_include, write_config
+    from skyc.settings.config import skyc_home
 
     path = write_config(skyc_home())
     print_line(f"wrote {path}")
@@ -46,9 +46,9 @@ def ssh_cmd(
     import shutil
 
     from skyc.cli.cmd_jobs import load_cluster
-    from skyc.config import skyc_home
     from skyc.errors import ConfigError
-    from skyc.sshconfig import write_config
+    from skyc.runtime.sshconfig import write_config
+    from skyc.settings.config import skyc_home
 
     info = load_cluster(cluster)
     chosen = [n for n in info.nodes if (n.name == node if node else n.rank == 0)]

@@ -46,11 +46,11 @@ def compile_cmd(
         help="terraform or pulumi (default: the config's, else the "
         "target's first)."),
 ) -> None:
-    from skyc.cluster_names import cluster_names_for
     from skyc.compiler import build_stack, choose_engine
-    from skyc.config import load_config
-    from skyc.infra import catalog_for, plan_scope
+    from skyc.model.cluster_names import cluster_names_for
     from skyc.optimizer import optimize
+    from skyc.settings.config import load_config
+    from skyc.settings.infra import catalog_for, plan_scope
     from skyc.stacks import emit
     from skyc.task import load_tasks
 
@@ -101,7 +101,7 @@ def _render(event: ProgressEvent, status: Any) -> None:
 
 def _describe(names: list[str]) -> str:
     """Each cluster in words: where it runs and on how many nodes."""
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     with StateDB() as db:
         records = {n: db.get_cluster(n) for n in names}
@@ -130,11 +130,11 @@ def destroy_cmd(
 
     The managed-jobs controller cluster is refused while it supervises unfinished jobs
     (cancel them first with `skyc jobs cancel --all`)."""
+    from skyc.apply.provision import teardown
     from skyc.errors import ConfigError
-    from skyc.locks import cluster_lock
-    from skyc.provision import teardown
     from skyc.stacks import check_cluster_name
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
+    from skyc.state.locks import cluster_lock
 
     names = list(names or [])
     if all_clusters:
@@ -147,7 +147,7 @@ def destroy_cmd(
         # Workspaces with a stack but no record (an emptied state): their resources
         # exist all the same, and `-a` means every cluster.
         names += [o.name for o in orphan_workspaces(names)]
-        from skyc.launch import skip_managed
+        from skyc.apply.launch import skip_managed
 
         names, skipped = skip_managed(names)
         for note in skipped:
@@ -163,7 +163,7 @@ def destroy_cmd(
     from skyc.jobs.remote import check_destroy
 
     check_destroy(names, purge=purge)  # the managed-jobs controller's cluster
-    from skyc.launch import check_not_managed
+    from skyc.apply.launch import check_not_managed
 
     for name in names:
         check_not_managed(name)  # a managed job's cluster: `skyc jobs cancel N`
@@ -184,7 +184,7 @@ def destroy_cmd(
 
         with cluster_lock(name, timeout=60, on_wait=lock_waiter(name, 60)), \
                 console.status(f"destroying {name}") as status:
-            from skyc.launch import end_cluster_jobs
+            from skyc.apply.launch import end_cluster_jobs
 
             end_cluster_jobs(name)  # every job process, daemons included, before the nodes
             teardown(name, progress=lambda event: _render(event, status))

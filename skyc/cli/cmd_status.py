@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from skyc.stacks.workspace import Orphan
-    from skyc.state import ClusterRecord, ClusterStatus, EventRecord, StateDB
+    from skyc.state.database import ClusterRecord, ClusterStatus, EventRecord, StateDB
 
 FORMATS = ("table", "json")
 # --format json: {"format_version", "clusters": [...], "orphans": [...]}; additions bump
@@ -32,7 +32,7 @@ def refresh_cluster(db: StateDB, name: str, probe: Probe) -> ClusterRecord:
     recorded as a ``refresh`` event (with the note). Returns the updated record.
     """
     from skyc.errors import StateError
-    from skyc.state import CLUSTER_STATUSES
+    from skyc.state.database import CLUSTER_STATUSES
 
     record = db.get_cluster(name)
     if record is None:
@@ -47,7 +47,7 @@ def refresh_cluster(db: StateDB, name: str, probe: Probe) -> ClusterRecord:
     refreshes = [e for e in db.events(name) if e.kind == "refresh"]
     last_note = (refreshes[-1].data or {}).get("note") if refreshes else None
     if observed != record.status or (note and note != last_note):  # a new reason too
-        from skyc.reconcile import hourly_cost_after
+        from skyc.apply.reconcile import hourly_cost_after
 
         db.set_cluster_status(name, cast("ClusterStatus", observed))
         cost = hourly_cost_after(record, observed)  # a stopped cluster pays for its disks
@@ -179,8 +179,8 @@ def _print_table(db: StateDB, rows: list[dict[str, Any]], verbose: bool) -> None
 
 def engine_probe(record: ClusterRecord) -> tuple[str, str]:
     """The cluster's status as its stack's engine and its nodes see it (UP, or INIT
-    with a note: see :mod:`skyc.reconcile`)."""
-    from skyc.reconcile import probe
+    with a note: see :mod:`skyc.apply.reconcile`)."""
+    from skyc.apply.reconcile import probe
 
     return probe(record)
 
@@ -188,7 +188,7 @@ def engine_probe(record: ClusterRecord) -> tuple[str, str]:
 def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False) -> None:
     from skyc.errors import ConfigError
     from skyc.stacks.workspace import orphan_workspaces
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     if fmt not in FORMATS:
         raise ConfigError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -245,7 +245,7 @@ def _orphan_dict(orphan: Orphan) -> dict[str, Any]:
 def _print_orphans(db_path: Path, orphans: list[Orphan], after_table: bool) -> None:
     """The workspaces the state has no record of, what to do with them, and the copies
     of the state that may still know them."""
-    from skyc.state import kept_backups
+    from skyc.state.database import kept_backups
 
     lines = ["" if after_table else "No clusters recorded.",
              f"Cluster workspaces without a record in {db_path} (what their stacks created "
@@ -267,7 +267,7 @@ def _print_orphans(db_path: Path, orphans: list[Orphan], after_table: bool) -> N
 def _refresh(db: StateDB, record: ClusterRecord) -> ClusterRecord:
     """Refresh one cluster unless another skyc holds its lock (then it is busy)."""
     from skyc.errors import LockTimeout
-    from skyc.locks import cluster_lock
+    from skyc.state.locks import cluster_lock
 
     try:
         with cluster_lock(record.name, timeout=0):
@@ -294,7 +294,7 @@ def state_restore(
     from pathlib import Path
 
     from skyc.stacks.workspace import orphan_workspaces
-    from skyc.state import StateDB, backup_path, default_path, restore_state
+    from skyc.state.database import StateDB, backup_path, default_path, restore_state
 
     path = default_path()
     copy = Path(source) if source else backup_path(path)
@@ -315,7 +315,7 @@ def state_restore(
 
 def _no_latest_copy(path: Path, latest: Path) -> None:
     from skyc.errors import StateError
-    from skyc.state import kept_backups
+    from skyc.state.database import kept_backups
 
     copies = kept_backups(path)
     if copies:
@@ -336,7 +336,7 @@ def state_adopt(
     """Record clusters again from their workspaces ($SKYC_HOME/clusters/NAME): the
     stack's engine, and the nodes and placement of the last apply."""
     from skyc.stacks.workspace import adopt_workspace
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     with StateDB() as db:
         for name in names:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skyc.config import SkycConfig
     from skyc.errors import SkycError
     from skyc.optimizer.plan import Placement, Plan
     from skyc.review.planfile import Artifacts
+    from skyc.settings.config import SkycConfig
     from skyc.stacks.engine import StackDiff
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
@@ -64,13 +64,13 @@ def diff_placement(
     config: SkycConfig,
 ) -> tuple[Placement, str | None]:
     """The placement ``skyc apply`` would use: a cluster that has been up stays in place."""
-    from skyc.config import skyc_home
+    from skyc.settings.config import skyc_home
 
     db_path = skyc_home() / "state.db"
     if not db_path.exists():
         return placement, None
-    from skyc.launch import LaunchOptions, cluster_home, make_plan
-    from skyc.state import StateDB
+    from skyc.apply.launch import LaunchOptions, cluster_home, make_plan
+    from skyc.state.database import StateDB
 
     with StateDB(db_path) as db:
         home = cluster_home(db.get_cluster(cluster))
@@ -118,7 +118,7 @@ def plan_stacks(
     """
     from skyc.compiler import choose_engine
     from skyc.errors import SkycError
-    from skyc.infra import missing_credentials
+    from skyc.settings.infra import missing_credentials
 
     stacks = []
     for task, task_plan, cluster in zip(tasks, plan.tasks, names, strict=True):
@@ -156,9 +156,9 @@ def _diff_one(
 ) -> StackDiff:
     import tempfile
 
-    from skyc.locks import cluster_lock
-    from skyc.provision import plan_changes
+    from skyc.apply.provision import plan_changes
     from skyc.stacks.workspace import cluster_workspace, has_stack
+    from skyc.state.locks import cluster_lock
 
     home = cluster_workspace(cluster)
     if has_stack(home):
@@ -352,12 +352,12 @@ def plan_exit_code(policy: dict[str, Any] | None, stacks: list[dict[str, Any]] |
 def _placement_moved(cluster: str, placement: Placement | None) -> bool | None:
     """None for a cluster skyc has no record of (it would be created); else whether the
     plan's placement differs from the recorded one in what makes a new node."""
-    from skyc.config import skyc_home
+    from skyc.settings.config import skyc_home
 
     db_path = skyc_home() / "state.db"
     if not db_path.exists():
         return None
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     with StateDB(db_path) as db:
         record = db.get_cluster(cluster)

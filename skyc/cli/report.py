@@ -10,7 +10,7 @@ from rich.markup import escape
 from skyc.cli.output import console, err_console
 
 if TYPE_CHECKING:
-    from skyc.failover import Attempt
+    from skyc.apply.failover import Attempt
     from skyc.optimizer.plan import Placement, Plan
     from skyc.stacks.engine import ProgressEvent
 
@@ -49,7 +49,7 @@ class ConsoleReporter:
             )
 
     def attempt(self, attempt: Attempt, next_placement: Placement | None) -> None:
-        from skyc.failover import describe_attempt
+        from skyc.apply.failover import describe_attempt
 
         if attempt.error is None:
             return

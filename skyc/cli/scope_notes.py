@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skyc.config import SkycConfig
-    from skyc.infra import PlanScope
     from skyc.optimizer.plan import Plan
+    from skyc.settings.config import SkycConfig
+    from skyc.settings.infra import PlanScope
 
 
 def scope_lines(scope: PlanScope) -> list[str]:
@@ -34,8 +34,8 @@ def cheaper_elsewhere(tasks: Sequence[Any], plan: Plan, scope: PlanScope, config
         return None
 
     from skyc.errors import SkycError
-    from skyc.infra import catalog_for, missing_credentials
     from skyc.optimizer import optimize
+    from skyc.settings.infra import catalog_for, missing_credentials
 
     other_scope = scope._replace(names=frozenset(scope.disabled))
     try:

@@ -29,10 +29,10 @@ if TYPE_CHECKING:
         OwnOffers,
         Target,
     )
-    from skyc.config import SkycConfig
     from skyc.errors import ProvisionError
-    from skyc.nodes import Node
+    from skyc.model.nodes import Node
     from skyc.optimizer.plan import Placement
+    from skyc.settings.config import SkycConfig
     from skyc.stacks.diagnostics import Diagnostic
     from skyc.stacks.model import Stack
     from skyc.task.candidate import ResourceCandidate

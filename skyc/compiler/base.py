@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from skyc.config import SkycConfig
 from skyc.errors import ConfigError, EngineError, ProvisionError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
+from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 
 if TYPE_CHECKING:  # neither the catalog nor the stacks are loaded for a target record
     from skyc.catalog.offer import Offer
-    from skyc.nodes import Node
+    from skyc.model.nodes import Node
     from skyc.stacks.diagnostics import Diagnostic
     from skyc.stacks.model import Stack
 

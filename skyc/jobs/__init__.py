@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from skyc.jobs.controller import supervise
 from skyc.jobs.records import MANAGED_STATUSES, TERMINAL, ManagedJob, Recovery
-from skyc.jobs.store import ManagedJobStore
 from skyc.jobs.submit import cancel, launch, stream_logs
+from skyc.state.managed_jobs import ManagedJobStore
 
 __all__ = [
     "MANAGED_STATUSES",

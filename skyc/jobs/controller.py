@@ -8,7 +8,7 @@
                           v
         FAILED_NO_RESOURCE, FAILED_SETUP, FAILED (restarts used up), CANCELLED
 
-Every stage is a function of skyc.launch (provision with failover, teardown) or of
+Every stage is a function of skyc.apply.launch (provision with failover, teardown) or of
 skyc.runtime (run, cancel); the job's state lives in the state database, so a
 controller started again on the same job resumes where the last one stopped: the
 cluster's name is fixed by the job id and the task's index, and a job already
@@ -31,15 +31,21 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from skyc.errors import InfeasibleError, ProvisionError, SkycError
-from skyc.failover import FailoverExhausted
+from skyc.errors import (
+    Cancelled,
+    FailoverExhausted,
+    InfeasibleError,
+    LeaseLost,
+    ProvisionError,
+    SkycError,
+)
 from skyc.jobs.lease import Lease
 from skyc.jobs.probe import Verdict, probe
 from skyc.jobs.records import ManagedJob, ManagedStatus
-from skyc.jobs.store import ManagedJobStore
+from skyc.state.managed_jobs import ManagedJobStore
 
 if TYPE_CHECKING:
-    from skyc.nodes import ClusterInfo
+    from skyc.model.nodes import ClusterInfo
     from skyc.optimizer.blocked import Blocked
     from skyc.optimizer.plan import Placement
     from skyc.runtime import JobSpec
@@ -61,7 +67,7 @@ def poll_interval() -> float:
 
 def managed_logs_root() -> Path:
     """Where managed jobs' logs live: one directory per job, and the controller's log."""
-    from skyc.home import skyc_home
+    from skyc.settings.home import skyc_home
 
     return skyc_home() / "logs" / "managed"
 
@@ -107,14 +113,6 @@ class FileReporter:
 
     def log_line(self, node: str, line: str) -> None:
         return None
-
-
-class Cancelled(SkycError):
-    """The job was cancelled while the controller waited on something."""
-
-
-class LeaseLost(SkycError):
-    """Another controller took the job's lease: this one stops supervising."""
 
 
 class Controller:
@@ -224,7 +222,7 @@ class Controller:
         return spec.model_copy(update={"envs": {**spec.envs, **extra}})
 
     def _run_task(self, index: int, task: Task, cluster: str) -> tuple[ManagedStatus, str]:
-        from skyc.launch import end_cluster_jobs
+        from skyc.apply.launch import end_cluster_jobs
 
         recovery = self.job.spec.recovery
         spec = self._spec(task, index)
@@ -271,7 +269,7 @@ class Controller:
                 where = _infra(info)
                 why = verdict.why
                 if verdict.state == "lost":  # and what the cloud says of the nodes
-                    from skyc.reconcile import cloud_view
+                    from skyc.apply.reconcile import cloud_view
 
                     why += cloud_view(cluster)
                 self.store.close_attempt(attempt, f"PREEMPTED: {why}")
@@ -301,7 +299,7 @@ class Controller:
     def _resume(self, cluster: str) -> tuple[ClusterInfo | None, int | None, int | None]:
         """What a controller before this one left: the cluster, its open attempt, the
         run on it (None for each that is not there)."""
-        from skyc.nodes import recorded_cluster
+        from skyc.model.nodes import recorded_cluster
 
         job = self.job
         if job.cluster != cluster:
@@ -321,7 +319,8 @@ class Controller:
         """Provision with failover; a cancel stops the engine mid-command (as Ctrl-C
         stops ``skyc apply``), and what the attempt created is destroyed by the end
         of the job."""
-        from skyc.stacks.engine import EngineInterrupted, interruptible
+        from skyc.errors import EngineInterrupted
+        from skyc.stacks.engine import interruptible
 
         try:
             with interruptible(self.cancel):
@@ -332,7 +331,7 @@ class Controller:
 
     def _provision_once(self, task: Task, cluster: str, blocked: list[Blocked],
                         pin: str | None) -> tuple[ClusterInfo, Placement]:
-        from skyc.launch import LaunchOptions, provision_cluster
+        from skyc.apply.launch import LaunchOptions, provision_cluster
 
         self.store.update(self.job_id, cluster=cluster)  # torn down even if interrupted
         try:
@@ -351,9 +350,9 @@ class Controller:
         return info, placement
 
     def _submit(self, info: ClusterInfo, spec: JobSpec) -> Any:
-        from skyc.job_records import JobRecorder
         from skyc.runtime import run_job
-        from skyc.state import StateDB
+        from skyc.state.database import StateDB
+        from skyc.state.job_records import JobRecorder
 
         stop = threading.Event()
 
@@ -425,7 +424,7 @@ class Controller:
         os.replace(partial, path)
 
     def _down(self, cluster: str) -> None:
-        from skyc.launch import teardown_cluster
+        from skyc.apply.launch import teardown_cluster
         from skyc.stacks.workspace import cluster_workspace
 
         workspace = cluster_workspace(cluster)

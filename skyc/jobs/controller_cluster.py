@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from skyc.errors import ConfigError, InfeasibleError, SkycError
 
 if TYPE_CHECKING:
-    from skyc.config import JobsControllerConfig, SkycConfig
-    from skyc.launch import LaunchReporter
-    from skyc.nodes import ClusterInfo, Node
+    from skyc.apply.launch import LaunchReporter
+    from skyc.model.nodes import ClusterInfo, Node
     from skyc.runtime.transport import Transport
+    from skyc.settings.config import JobsControllerConfig, SkycConfig
     from skyc.task import Task
 
 T = TypeVar("T")
@@ -64,7 +64,7 @@ def controller_task(settings: JobsControllerConfig) -> Task:
     from pydantic import ValidationError
 
     from skyc.compiler.base import CONTROLLER_ROLE, ROLE_LABEL
-    from skyc.config import config_path
+    from skyc.settings.config import config_path
     from skyc.task import Task
 
     resources = dict(settings.resources)
@@ -86,8 +86,8 @@ def controller_task(settings: JobsControllerConfig) -> Task:
 
 def recorded_info(name: str) -> ClusterInfo | None:
     """The cluster's nodes as its last apply recorded them; None when it is not up."""
-    from skyc.nodes import recorded_cluster
-    from skyc.state import StateDB
+    from skyc.model.nodes import recorded_cluster
+    from skyc.state.database import StateDB
 
     with StateDB() as db:
         record = db.get_cluster(name)
@@ -100,8 +100,8 @@ def bring_up(settings: JobsControllerConfig, reporter: LaunchReporter, *,
              reapply: bool = False) -> ClusterInfo:
     """The controller cluster, applied when it is not up (or with ``reapply``), with
     skyc installed on its head node."""
-    from skyc.launch import LaunchOptions, provision_cluster
-    from skyc.state import StateDB
+    from skyc.apply.launch import LaunchOptions, provision_cluster
+    from skyc.state.database import StateDB
 
     name = controller_cluster_name()
     info = None if reapply else recorded_info(name)
@@ -112,7 +112,7 @@ def bring_up(settings: JobsControllerConfig, reporter: LaunchReporter, *,
             info, _, _ = provision_cluster(controller_task(settings), name,
                                            LaunchOptions(cluster=name), reporter)
         except InfeasibleError as exc:
-            from skyc.config import config_path
+            from skyc.settings.config import config_path
 
             raise InfeasibleError(f"{config_path()}: jobs.controller: {exc.message}",
                                   hint=exc.hint) from None

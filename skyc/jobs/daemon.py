@@ -26,12 +26,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from skyc.errors import SkycError
+from skyc.errors import AlreadyRunning, LeaseHeld, SkycError
 from skyc.jobs import handoff
 from skyc.jobs.controller import managed_log_dir, managed_logs_root, poll_interval
-from skyc.jobs.lease import LeaseHeld
 from skyc.jobs.records import ManagedJob
-from skyc.jobs.store import ManagedJobStore
+from skyc.state.managed_jobs import ManagedJobStore
 
 LOCK_NAME = "controller.lock"
 DAEMON_LOG = "daemon.log"
@@ -53,12 +52,6 @@ def daemon_log_path() -> Path:
     path = managed_logs_root() / DAEMON_LOG
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
-
-
-class AlreadyRunning(SkycError):
-    """Another controller process serves this SKYC_HOME."""
-
-    exit_code = 0
 
 
 def lock_pid() -> int | None:
@@ -252,7 +245,7 @@ def _preload() -> None:
     """Import what workers use, once, before any worker thread starts."""
     import importlib
 
-    for name in ("skyc.jobs.probe", "skyc.launch", "skyc.runtime", "skyc.task"):
+    for name in ("skyc.jobs.probe", "skyc.apply.launch", "skyc.runtime", "skyc.task"):
         importlib.import_module(name)
 
 

@@ -33,7 +33,7 @@ _SUN_PATH_MAX = 100  # sockaddr_un holds 108 bytes; longer paths go through a di
 
 def jobs_dir() -> Path:
     """``$SKYC_HOME/jobs``, made 0700 (the socket and the controller's lock live here)."""
-    from skyc.config import skyc_home
+    from skyc.settings.config import skyc_home
 
     path = skyc_home() / "jobs"
     path.mkdir(parents=True, exist_ok=True)

@@ -16,8 +16,8 @@ import time
 import uuid
 from types import TracebackType
 
-from skyc.errors import SkycError
-from skyc.jobs.store import ManagedJobStore
+from skyc.errors import LeaseHeld, SkycError
+from skyc.state.managed_jobs import ManagedJobStore
 
 DEFAULT_TTL_S = 30.0
 
@@ -28,10 +28,6 @@ def lease_ttl() -> float:
         return max(1.0, float(raw)) if raw else DEFAULT_TTL_S
     except ValueError:
         return DEFAULT_TTL_S
-
-
-class LeaseHeld(SkycError):
-    """Another controller supervises the job."""
 
 
 class Lease:

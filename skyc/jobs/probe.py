@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from skyc.errors import SkycError
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 
 State = Literal["running", "succeeded", "failed", "failed_setup", "lost", "cancelled"]
 PROBE_TIMEOUT_S = 10.0

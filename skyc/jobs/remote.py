@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skyc.errors import ConfigError, SkycError, TransportError, UnsupportedFeature
+from skyc.errors import (
+    ConfigError,
+    ControllerUnreachable,
+    SkycError,
+    TransportError,
+    UnsupportedFeature,
+)
 from skyc.jobs.controller_cluster import (
     NOT_INSTALLED,
     ROOT,
@@ -34,20 +40,16 @@ from skyc.jobs.controller_cluster import (
 )
 
 if TYPE_CHECKING:
-    from skyc.config import JobsControllerConfig, SkycConfig
-    from skyc.launch import LaunchReporter
-    from skyc.nodes import ClusterInfo
+    from skyc.apply.launch import LaunchReporter
+    from skyc.model.nodes import ClusterInfo
     from skyc.runtime.transport import CommandResult, Transport
+    from skyc.settings.config import JobsControllerConfig, SkycConfig
     from skyc.task import Task
-
-
-class ControllerUnreachable(SkycError):
-    """The controller cluster is recorded but does not answer."""
 
 
 def configured(config: SkycConfig | None = None) -> RemoteController | None:
     """The controller cluster the config names; None: controllers run on this machine."""
-    from skyc.config import load_config
+    from skyc.settings.config import load_config
 
     settings = (config or load_config()).jobs.controller
     return None if settings is None else RemoteController(settings)
@@ -144,8 +146,8 @@ class RemoteController:
     def launch(self, task_path: Path, *, name: str | None, envs: Mapping[str, str],
                secrets: Mapping[str, str | None], reporter: LaunchReporter) -> int:
         """Submit the job to the controller cluster (brought up first); its id there."""
-        from skyc.config import load_config
-        from skyc.preflight import check_task
+        from skyc.apply.preflight import check_task
+        from skyc.settings.config import load_config
         from skyc.task import load_tasks
 
         loaded = load_tasks(task_path, env=dict(envs), secrets=dict(secrets),
@@ -174,8 +176,8 @@ class RemoteController:
                                     info: ClusterInfo) -> None:
         """A job planned onto a cloud the controller's node has no credentials for (its
         ``skyc check`` says) is refused now, not when its controller applies."""
-        from skyc.infra import CLOUDS
-        from skyc.launch import LaunchOptions, make_plan
+        from skyc.apply.launch import LaunchOptions, make_plan
+        from skyc.settings.infra import CLOUDS
 
         plan = make_plan(list(tasks), LaunchOptions(), config=config)
         # Only the clouds need credentials (local and SSH pools need none).
@@ -222,7 +224,7 @@ class RemoteController:
         """The controller's jobs, as ``skyc jobs queue --format json`` lists them there
         (none while the controller cluster has never been up)."""
         if recorded_info(self.name) is None:
-            from skyc.state import StateDB
+            from skyc.state.database import StateDB
 
             with StateDB() as db:
                 if db.get_cluster(self.name) is None:
@@ -264,8 +266,8 @@ def check_destroy(names: Sequence[str], *, purge: bool = False) -> None:
     """Refuse to destroy the controller cluster while it supervises unfinished jobs
     (their clusters would be left running with nobody to end them), or while it does
     not answer, unless ``purge``: then its jobs' state is lost with it."""
-    from skyc.config import JobsControllerConfig, load_config
     from skyc.jobs.records import TERMINAL
+    from skyc.settings.config import JobsControllerConfig, load_config
 
     name = controller_cluster_name()
     if name not in names or purge:

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 from skyc.errors import ConfigError, SkycError
 from skyc.jobs.controller import managed_log_dir
 from skyc.jobs.records import JobSpecDoc, ManagedJob, Recovery
-from skyc.jobs.store import ManagedJobStore
+from skyc.state.managed_jobs import ManagedJobStore
 
 if TYPE_CHECKING:
-    from skyc.nodes import ClusterInfo
+    from skyc.model.nodes import ClusterInfo
 
 CONTROLLER_LOG = "controller.log"
 _ATTEMPT_LOG = re.compile(r"^attempt-(\d+)-job-(\d+)\.log$")
@@ -48,7 +48,7 @@ def launch(
     secrets: Mapping[str, str | None] | None = None,
 ) -> int:
     """Check the task, record the managed job and start its controller; its id."""
-    from skyc.preflight import check_task
+    from skyc.apply.preflight import check_task
     from skyc.runtime import job_spec_from_task
     from skyc.task import load_tasks
 
@@ -62,7 +62,7 @@ def launch(
     secret_values: dict[str, str] = {}
     for task in task_file.tasks:
         secret_values.update(task.secret_values())
-    from skyc.state import redact
+    from skyc.state.database import redact
 
     # An --env value under a secret-looking name would be stored redacted: it travels
     # on the controller's stdin with the secrets instead.
@@ -204,7 +204,7 @@ def stream_logs(job_id: int, follow: bool, on_output: Callable[[bytes], None],
 
 
 def _live_run(store: ManagedJobStore, job: ManagedJob) -> tuple[ClusterInfo, int, str] | None:
-    from skyc.nodes import recorded_cluster
+    from skyc.model.nodes import recorded_cluster
 
     if job.done or job.status != "RUNNING" or job.cluster is None or job.cluster_job is None:
         return None

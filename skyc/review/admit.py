@@ -9,17 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skyc.errors import SkycError
+from skyc.errors import PolicyViolation
 from skyc.review.policy import Planned, Policy, evaluate
 from skyc.review.quotas import current_user, usage_from_state
 
 if TYPE_CHECKING:
     from skyc.optimizer.plan import Placement
     from skyc.task import Task
-
-
-class PolicyViolation(SkycError):
-    """The placement breaks the policy; nothing was applied for it."""
 
 
 Gate = Callable[[str, "Placement"], None]
@@ -42,7 +38,7 @@ def policy_gate(policy: Policy, path: Path, task: Task, allow: bool) -> Gate:
                 + "; ".join(lines),
                 hint="change the task or the policy, or pass --allow-policy-violations "
                 "(recorded in the cluster's events)")
-        from skyc.state import StateDB
+        from skyc.state.database import StateDB
 
         with StateDB() as db:
             db.add_event(cluster, "policy", "applied despite policy violations: "

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skyc.config import SkycConfig
     from skyc.optimizer.plan import Plan
+    from skyc.settings.config import SkycConfig
     from skyc.task.reading import Bounds
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -64,13 +64,13 @@ def of_stack(files: dict[str, str]) -> str:
 def of_cluster_state(cluster: str) -> str:
     """What the state knows of the cluster: its record and its recorded nodes
     (``absent`` for a cluster skyc has never applied)."""
-    from skyc.config import skyc_home
+    from skyc.settings.config import skyc_home
     from skyc.stacks.workspace import cluster_workspace
 
     record: dict[str, Any] | None = None
     db_path = skyc_home() / "state.db"
     if db_path.exists():
-        from skyc.state import StateDB
+        from skyc.state.database import StateDB
 
         with StateDB(db_path) as db:
             found = db.get_cluster(cluster)

@@ -34,8 +34,8 @@ from skyc.optimizer.plan import Placement
 from skyc.review import digests
 
 if TYPE_CHECKING:
-    from skyc.config import SkycConfig
     from skyc.optimizer.plan import Plan
+    from skyc.settings.config import SkycConfig
     from skyc.stacks.engine import StackDiff
     from skyc.task import Task
 

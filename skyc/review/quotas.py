@@ -22,12 +22,12 @@ def usage_from_state() -> Usage:
 def clusters_in_use() -> dict[str, tuple[float, float]]:
     """Cluster name -> (GPUs, $/hour total) of every cluster in ``$SKYC_HOME/state.db``
     that is not stopped (a plan's cost section reads this without the policy's models)."""
-    from skyc.config import skyc_home
+    from skyc.settings.config import skyc_home
 
     path = skyc_home() / "state.db"
     if not path.exists():
         return {}
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     with StateDB(path) as db:
         records = db.list_clusters()

@@ -5,7 +5,7 @@ Stale when any input moved since the plan: a task file, the config, the catalog 
 price or offer the plan chose or ranked), a stack (the same placement compiles to
 other files), or a cluster's state (applied, changed or destroyed since). The
 engine's plan at apply must then list exactly the reviewed changes
-(:func:`skyc.provision.check_expected`), or nothing is applied.
+(:func:`skyc.apply.provision.check_expected`), or nothing is applied.
 """
 
 from __future__ import annotations
@@ -15,24 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skyc.errors import StateError, UnsupportedFeature
+from skyc.errors import StalePlan, StateError, UnsupportedFeature
 from skyc.review import digests
 from skyc.review.planfile import SavedPlan, stack_files
 
 if TYPE_CHECKING:
-    from skyc.config import SkycConfig
-    from skyc.launch import LaunchOptions
+    from skyc.apply.launch import LaunchOptions
+    from skyc.settings.config import SkycConfig
     from skyc.task import Task
-
-
-class StalePlan(StateError):
-    """The saved plan no longer matches its inputs; ``moved`` lists what changed."""
-
-    def __init__(self, path: Path, moved: list[str]) -> None:
-        super().__init__(
-            f"{path}: the plan is stale, nothing was applied: " + "; ".join(moved),
-            hint="run `skyc plan ... -o FILE` again and review the new plan")
-        self.moved = moved
 
 
 def load_tasks_of(saved: SavedPlan, secrets: dict[str, str | None]) -> list[Task]:
@@ -50,8 +40,8 @@ def load_tasks_of(saved: SavedPlan, secrets: dict[str, str | None]) -> list[Task
 
 def moved_inputs(saved: SavedPlan, tasks: list[Task], config: SkycConfig) -> list[str]:
     """What changed since the plan, one phrase each (empty: nothing)."""
-    from skyc.infra import catalog_for
     from skyc.optimizer import optimize
+    from skyc.settings.infra import catalog_for
 
     moved = []
     for file, digest in sorted(saved.inputs.task_files.items()):
@@ -88,7 +78,7 @@ def moved_inputs(saved: SavedPlan, tasks: list[Task], config: SkycConfig) -> lis
 def launch_options(path: Path, saved: SavedPlan, tasks: list[Task], config: SkycConfig,
                    base: LaunchOptions) -> LaunchOptions:
     """``base`` with the plan's placements and reviewed changes; refuses a stale plan."""
-    from skyc.launch import ReviewedPlacements
+    from skyc.apply.launch import ReviewedPlacements
 
     if len(saved.tasks) != 1 or len(tasks) != 1:
         raise UnsupportedFeature(

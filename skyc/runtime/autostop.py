@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skyc.errors import RuntimeAgentError, UnsupportedFeature
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime.jobs import CONNECT_TIMEOUT
 from skyc.runtime.session import ClusterSession
 

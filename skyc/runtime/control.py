@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from skyc.errors import RuntimeAgentError, SkycError
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime.jobs import CONNECT_TIMEOUT, best_effort_cancel
 from skyc.runtime.logs import (
     LineCallback,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 from skyc.runtime.spec import JobSpec
 
 PREFIXES = ("SKYPILOT_", "SKYC_")

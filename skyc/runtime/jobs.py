@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from skyc.errors import RuntimeAgentError, SkycError
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime.environment import node_env
 from skyc.runtime.logs import (
     JobLog,
@@ -115,7 +115,7 @@ def _allocation_lock(cluster: str, hold: bool) -> Iterator[None]:
     if not hold:
         yield
         return
-    from skyc.locks import cluster_lock
+    from skyc.state.locks import cluster_lock
 
     with cluster_lock(cluster, timeout=ALLOCATE_LOCK_TIMEOUT, shared=True):
         yield

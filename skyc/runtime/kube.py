@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from skyc.errors import TransportError
-from skyc.nodes import Node
+from skyc.model.nodes import Node
 from skyc.runtime.transport import CommandResult, OutputSink, StdinSource
 
 CONTAINER = "node"

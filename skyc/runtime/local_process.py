@@ -35,7 +35,7 @@ class LocalProcess:
 
     @classmethod
     async def start(cls, command: str, cwd: Path, env: Mapping[str, str]) -> LocalProcess:
-        from skyc.home import USER_UMASK_ENV, user_umask
+        from skyc.settings.home import USER_UMASK_ENV, user_umask
 
         # The agent keeps skyc's private umask for its own files (logs); it starts the
         # user's commands with the user's umask, given here.

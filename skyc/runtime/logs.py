@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from skyc.home import skyc_home
+from skyc.settings.home import skyc_home
 
 LineCallback = Callable[[str, str], None]
 OutputCallback = Callable[[bytes], None]  # prefixed output, whole lines where possible

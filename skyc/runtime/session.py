@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import Any
 
 from skyc.errors import TransportError
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 from skyc.runtime.remote import NodeAgent, local_python
 from skyc.runtime.transport import LocalTransport, Transport
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from skyc.errors import TransportError
-from skyc.nodes import Node
+from skyc.model.nodes import Node
 from skyc.runtime.transport import CommandResult, OutputSink, StdinSource, exchange
 
 DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa", "ssh_key")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from skyc.errors import TransportError
-from skyc.nodes import Node
+from skyc.model.nodes import Node
 
 OutputSink = Callable[[bytes], None]
 StdinSource = bytes | AsyncIterator[bytes] | None

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime.control import _queue
 from skyc.runtime.jobs import CONNECT_TIMEOUT, all_nodes
 from skyc.runtime.logs import JobLog, OutputCallback, cluster_log_root, record_exit_code
@@ -88,7 +88,7 @@ async def watch(cluster: ClusterInfo, job_id: int, job_dir: Path | None = None) 
 
 
 def _record(cluster: str, job_id: int, status: str) -> None:
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     with StateDB() as db:
         if db.get_cluster(cluster) is not None:

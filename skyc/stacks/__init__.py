@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from skyc.errors import ApplyFailed
 from skyc.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from skyc.stacks.diagnostics import Diagnostic
     from skyc.stacks.engine import (
-        ApplyFailed,
         Engine,
         ProgressCallback,
         ProgressEvent,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 # Each name's module, imported on first use: a command that needs one of them (a
 # cluster's workspace directory, the Stack model) does not load every engine's module.
 _EXPORTS = {
-    "Diagnostic": "diagnostics", "ApplyFailed": "engine", "Engine": "engine",
+    "Diagnostic": "diagnostics", "Engine": "engine",
     "ProgressCallback": "engine", "ProgressEvent": "engine", "Refresh": "engine",
     "ResourceChange": "engine", "StackDiff": "engine", "emit": "engines",
     "engine_names": "engines", "open_engine": "engines", "stack_engine": "engines",

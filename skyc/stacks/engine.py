@@ -11,9 +11,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skyc.errors import EngineError
-from skyc.stacks.diagnostics import Diagnostic
-
 if TYPE_CHECKING:
     from skyc.stacks.model import Stack
 
@@ -69,22 +66,6 @@ class ProgressEvent(BaseModel):
 ProgressCallback = Callable[[ProgressEvent], None]
 
 
-class ApplyFailed(EngineError):
-    """The engine ran but the cloud refused something; ``diagnostics`` holds the details.
-
-    Compilers classify the diagnostics into a ProvisionError; when they cannot,
-    this error reaches the user as an engine failure with the first message.
-    """
-
-    def __init__(
-        self, message: str, diagnostics: list[Diagnostic], *, log_file: Path | None = None
-    ) -> None:
-        hint = f"full engine output: {log_file}" if log_file else None
-        super().__init__(message, hint=hint)
-        self.diagnostics = diagnostics
-        self.log_file = log_file
-
-
 class RefreshedResource(BaseModel):
     """One resource as the engine read it back: its address, its engine type and its
     attributes (held in memory only, never stored: they may hold sensitive values)."""
@@ -129,11 +110,6 @@ class Engine(Protocol):
     def refresh(self) -> Refresh: ...
 
     def destroy(self, progress: ProgressCallback | None = None) -> None: ...
-
-
-class EngineInterrupted(EngineError):
-    """An engine command was stopped on request before it finished, the way Ctrl-C
-    stops it: what it created so far is in the engine's state."""
 
 
 class _Interrupt(threading.local):

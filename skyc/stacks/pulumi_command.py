@@ -22,7 +22,8 @@ from typing import IO, Any
 from pulumi.automation import CommandResult, PulumiCommand
 from pulumi.automation.errors import create_command_error
 
-from skyc.stacks.engine import EngineInterrupted, interrupt_requested
+from skyc.errors import EngineInterrupted
+from skyc.stacks.engine import interrupt_requested
 
 INTERRUPTIBLE = frozenset({"preview", "up", "refresh", "destroy"})
 KILL_GRACE_S = 60.0   # after SIGINT, how long pulumi may take to save its state

@@ -24,18 +24,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from skyc.config import load_config, skyc_home
-from skyc.errors import EngineError
+from skyc.errors import ApplyFailed, EngineError, EngineInterrupted
+from skyc.settings.config import load_config, skyc_home
 from skyc.stacks import pulumi_events
 from skyc.stacks.diagnostics import Diagnostic
-from skyc.stacks.engine import (
-    ApplyFailed,
-    EngineInterrupted,
-    ProgressCallback,
-    Refresh,
-    StackDiff,
-    interrupt_requested,
-)
+from skyc.stacks.engine import ProgressCallback, Refresh, StackDiff, interrupt_requested
 from skyc.stacks.model import Stack
 from skyc.stacks.pulumi_python import PROJECT, PROJECT_FILE, files
 

@@ -20,12 +20,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from skyc.errors import EngineError
+from skyc.errors import ApplyFailed, EngineError, EngineInterrupted
 from skyc.stacks import terraform_json
 from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.engine import (
-    ApplyFailed,
-    EngineInterrupted,
     ProgressCallback,
     ProgressEvent,
     Refresh,

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from skyc.errors import ConfigError
-from skyc.home import skyc_home
+from skyc.settings.home import skyc_home
 from skyc.stacks.engines import stack_engine, write_stack
 
 if TYPE_CHECKING:
-    from skyc.nodes import ClusterInfo
-    from skyc.state import ClusterRecord, ClusterStatus, StateDB
+    from skyc.model.nodes import ClusterInfo
+    from skyc.state.database import ClusterRecord, ClusterStatus, StateDB
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 
@@ -70,8 +70,8 @@ def orphan_workspaces(known: Iterable[str]) -> list[Orphan]:
     """The workspaces under ``$SKYC_HOME/clusters/`` that hold a stack but are none of
     ``known`` (the recorded clusters' names). One whose lock is held (an apply or a
     destroy at work) is left out."""
-    from skyc.locks import lock_held
-    from skyc.nodes import CLUSTER_FILE
+    from skyc.model.nodes import CLUSTER_FILE
+    from skyc.state.locks import lock_held
 
     names = set(known)
     try:
@@ -100,8 +100,8 @@ def adopt_workspace(db: StateDB, name: str, lock_timeout: float = 60.0) -> Clust
     stopped, INIT when it was never provisioned). ``skyc status --refresh`` then
     checks it against the engine and the nodes."""
     from skyc.errors import StateError
-    from skyc.locks import cluster_lock
-    from skyc.nodes import recorded_cluster
+    from skyc.model.nodes import recorded_cluster
+    from skyc.state.locks import cluster_lock
 
     workspace = cluster_workspace(name)
     with cluster_lock(name, timeout=lock_timeout):
@@ -121,10 +121,10 @@ def adopt_workspace(db: StateDB, name: str, lock_timeout: float = 60.0) -> Clust
 
 def _adopted_record(name: str, workspace: Path, engine: str,
                     info: ClusterInfo | None) -> ClusterRecord:
+    from skyc.apply.provision import POWER_FILE, REQUEST_FILE
     from skyc.errors import StateError
-    from skyc.nodes import CLUSTER_FILE
-    from skyc.provision import POWER_FILE, REQUEST_FILE
-    from skyc.state import ClusterRecord
+    from skyc.model.nodes import CLUSTER_FILE
+    from skyc.state.database import ClusterRecord
 
     placement = _read_json(workspace / REQUEST_FILE).get("placement") or {}
     cloud = info.cloud if info is not None else placement.get("cloud")

@@ -21,7 +21,7 @@ MAX_CATALOG_ROWS = 100_000  # 1.8 times the rows of the largest bundled catalog 
 
 CONFIG = Bounds(
     "a config file", "give a YAML file, or remove it (every setting has a default)",
-    plain(ConfigError, hint="see the config format in skyc/config.py"))
+    plain(ConfigError, hint="see the config format in skyc/settings/config.py"))
 POLICY = Bounds(
     "a policy file", "give a policy YAML file",
     plain(ConfigError, hint="a policy is a YAML file: --policy FILE, skyc-policy.yaml "

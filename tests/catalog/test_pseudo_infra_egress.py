@@ -10,9 +10,9 @@ import pytest
 
 from skyc.catalog import OfferQuery, load_catalog, local_offers, ssh_offers
 from skyc.catalog.egress import egress_cost, egress_seconds, internet_egress_cost
-from skyc.config import SkycConfig, SshPool
 from skyc.errors import ConfigError
-from skyc.infra import check_infra, enabled_infra
+from skyc.settings.config import SkycConfig, SshPool
+from skyc.settings.infra import check_infra, enabled_infra
 
 
 def test_local_offer_describes_this_machine(monkeypatch: pytest.MonkeyPatch,

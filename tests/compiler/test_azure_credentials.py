@@ -142,8 +142,8 @@ def test_config_model_checks_the_subscription_id() -> None:
 
 
 def test_the_config_file_carries_the_azure_section(tmp_path: Path) -> None:
-    from skyc.config import load_config
     from skyc.errors import ConfigError
+    from skyc.settings.config import load_config
 
     path = tmp_path / "config.yaml"
     path.write_text(f"azure:\n  subscription_id: {SUB}\n")
@@ -159,7 +159,7 @@ def test_the_config_file_carries_the_azure_section(tmp_path: Path) -> None:
 
 def test_the_registry_passes_the_whole_config(tmp_path: Path) -> None:
     from skyc.compiler import credentials
-    from skyc.config import SkycConfig
+    from skyc.settings.config import SkycConfig
 
     _cli_login(tmp_path)
     config = SkycConfig.model_validate({"azure": {"subscription_id": SUB}})

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from skyc.apply.failover import blocked_scope
 from skyc.compiler.azure.errors import classify, error_codes, error_message
 from skyc.errors import ProvisionError
-from skyc.failover import blocked_scope
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from skyc.compiler import build_stack, choose_engine, nodes_from_outputs
-from skyc.config import SkycConfig
 from skyc.errors import ConfigError, EngineError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
+from skyc.settings.config import SkycConfig
 from skyc.stacks.pulumi_preview import RecordedResource, run_program
 from skyc.stacks.pulumi_python import program
 from skyc.task.candidate import ResourceCandidate

@@ -16,8 +16,8 @@ from pathlib import Path
 from skyc.catalog import OfferQuery, load_catalog
 from skyc.compiler import build_stack
 from skyc.compiler.azure.sizes import size_facts
-from skyc.config import SkycConfig
 from skyc.optimizer.plan import Placement
+from skyc.settings.config import SkycConfig
 from skyc.stacks.pulumi_preview import run_program
 from skyc.stacks.pulumi_python import program
 from skyc.task.candidate import ResourceCandidate

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from skyc.compiler.gcp.config import GcpConfig
 from skyc.compiler.gcp.credentials import credentials
-from skyc.config import SkycConfig
+from skyc.settings.config import SkycConfig
 
 SECRET = ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\n"
           "-----END PRIVATE KEY-----\n")
@@ -153,8 +153,8 @@ def test_config_section_validates_the_project() -> None:
 
 
 def test_gcp_section_of_the_config_file(tmp_path: Path) -> None:
-    from skyc.config import load_config
     from skyc.errors import ConfigError
+    from skyc.settings.config import load_config
 
     path = tmp_path / "config.yaml"
     path.write_text("gcp:\n  project: my-project-1\n")

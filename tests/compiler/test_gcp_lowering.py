@@ -10,9 +10,9 @@ import pytest
 
 from skyc.compiler import build_stack, choose_engine, workspace_values
 from skyc.compiler.gcp import machines, names
-from skyc.config import SkycConfig
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
+from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from skyc.stacks.model import Stack
 from skyc.task.candidate import ResourceCandidate

@@ -21,9 +21,9 @@ from skyc.catalog import OfferQuery, load_catalog
 from skyc.catalog.hosts import TPU_VM, is_tpu
 from skyc.compiler import build_stack
 from skyc.compiler.gcp import machines
-from skyc.config import SkycConfig
 from skyc.optimizer import optimize
 from skyc.optimizer.plan import Placement
+from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from tests.optimizer.helpers import make_task
 

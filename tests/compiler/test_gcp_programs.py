@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("pulumi_gcp", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
 
 from skyc.compiler.gcp.outputs import nodes
-from skyc.config import SkycConfig
+from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from skyc.stacks.pulumi_preview import RecordedResource, run_program
 from tests.compiler.golden import ROOT, compile_case

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-import skyc.launch as launch_module
-from skyc.launch import LaunchOptions, launch
-from skyc.nodes import ClusterInfo, Node
+import skyc.apply.launch as launch_module
+from skyc.apply.launch import LaunchOptions, launch
+from skyc.model.nodes import ClusterInfo, Node
 from skyc.optimizer.plan import Placement
 from skyc.task.loader import load_tasks
 
@@ -70,7 +70,7 @@ def test_every_worker_of_a_multi_host_slice_runs_the_job(
 
 def test_exec_on_a_multi_host_slice_runs_on_every_worker(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     home = tmp_path / "home"
     monkeypatch.setenv("SKYC_HOME", str(home))

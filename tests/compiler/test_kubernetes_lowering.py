@@ -18,9 +18,9 @@ from skyc.compiler import build_stack, choose_engine, nodes_from_outputs
 from skyc.compiler.kubernetes import manifest, selectors
 from skyc.compiler.kubernetes.lowering import SUPPORTED_VERSIONS
 from skyc.compiler.kubernetes.nodes import node_list_offers
-from skyc.config import SkycConfig
 from skyc.errors import ConfigError, EngineError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
+from skyc.settings.config import SkycConfig
 from skyc.stacks.pulumi_preview import run_program
 from skyc.stacks.pulumi_python import program
 from skyc.task.candidate import ResourceCandidate

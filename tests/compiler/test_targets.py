@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from skyc.compiler import TARGET_MODULES, TARGETS, build_stack, choose_engine, target
-from skyc.config import SkycConfig
 from skyc.errors import SkycError, UnsupportedFeature
+from skyc.settings.config import SkycConfig
 from skyc.stacks import engine_names
 from tests.compiler.golden import OUTCOMES, case_id, cases, load, regen
 

@@ -188,7 +188,7 @@ run: |
 
 def test_destroy_ends_every_job_process_including_setsid_daemons(
         skyc: Skyc, tmp_path: Path) -> None:
-    from skyc.nodes import ClusterInfo
+    from skyc.model.nodes import ClusterInfo
     from tests.runtime.test_job_truth import marks_of
 
     skyc.write("daemons.yaml", f"""\
@@ -268,7 +268,7 @@ run: |
     replay = skyc("logs", "rs", "1")
     assert replay.returncode == 3, str(replay)
     assert "(worker1, removed) worker-fails" in replay.stdout, str(replay)
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     with StateDB(skyc.home / "state.db") as db:
         jobs = {j.job_id: j for j in db.list_jobs("rs")}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from skyc.locks import read_holder
+from skyc.state.locks import read_holder
 from tests.support.terraform import requires_terraform
 
 pytestmark = [pytest.mark.slow, requires_terraform]

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from skyc.apply.failover import Blocked, provision_with_failover
+from skyc.apply.provision import destroy_attempt, plan_changes
 from skyc.compiler import classify_error
 from skyc.compiler.azure.errors import classify
-from skyc.config import SkycConfig
-from skyc.errors import InfeasibleError, ProvisionError
-from skyc.failover import Blocked, provision_with_failover
+from skyc.errors import ApplyFailed, InfeasibleError, ProvisionError
 from skyc.optimizer.plan import Placement
-from skyc.provision import destroy_attempt, plan_changes
-from skyc.stacks import ApplyFailed, open_engine
+from skyc.settings.config import SkycConfig
+from skyc.stacks import open_engine
 from skyc.stacks.diagnostics import Diagnostic
 from skyc.task.candidate import ResourceCandidate
 from tests.support.pulumi_standin import install

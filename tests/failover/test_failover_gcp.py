@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 
+from skyc.apply.failover import Attempt, Blocked, provision_with_failover
+from skyc.apply.provision import destroy_attempt, plan_changes
 from skyc.catalog import load_catalog
 from skyc.compiler import classify_error
 from skyc.compiler.gcp.errors import classify
-from skyc.config import SkycConfig
-from skyc.errors import ProvisionError
-from skyc.failover import Attempt, Blocked, provision_with_failover
+from skyc.errors import ApplyFailed, ProvisionError
 from skyc.optimizer import optimize
 from skyc.optimizer.plan import Placement
-from skyc.provision import destroy_attempt, plan_changes
-from skyc.stacks import ApplyFailed, open_engine
+from skyc.settings.config import SkycConfig
+from skyc.stacks import open_engine
 from skyc.task.candidate import ResourceCandidate
 from tests.compiler.test_gcp_errors import FIXTURES, diagnostics
 from tests.optimizer.helpers import make_task

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from skyc.apply.failover import Blocked, provision_with_failover
 from skyc.compiler import classify_error
 from skyc.compiler.kubernetes.events import pod_diagnostics
 from skyc.errors import InfeasibleError, ProvisionError
-from skyc.failover import Blocked, provision_with_failover
 from skyc.optimizer.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
-from skyc.failover import (
-    Attempt,
-    Blocked,
+from skyc.apply.failover import Attempt, Blocked, FailoverPolicy, provision_with_failover
+from skyc.errors import (
     FailoverExhausted,
-    FailoverPolicy,
-    provision_with_failover,
+    InfeasibleError,
+    ProvisionError,
+    ProvisionFailure,
+    SkycError,
 )
 from skyc.optimizer.plan import Placement
 

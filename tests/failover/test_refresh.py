@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from skyc.locks import cluster_lock
+from skyc.state.locks import cluster_lock
 from tests.support.terraform import requires_terraform
 
 pytestmark = [pytest.mark.slow, requires_terraform]

@@ -20,9 +20,9 @@ import pytest
 
 from skyc.compiler import build_stack, capabilities
 from skyc.compiler.aws import roles
-from skyc.config import JobsControllerConfig, SkycConfig
 from skyc.jobs.controller_cluster import controller_cluster_name, controller_task
 from skyc.optimizer.plan import Placement
+from skyc.settings.config import JobsControllerConfig, SkycConfig
 from skyc.stacks import emit
 from skyc.task.candidate import ResourceCandidate
 from tests.support.terraform import requires_aws_provider, requires_terraform
@@ -120,7 +120,7 @@ def moto(tmp_path: Path) -> Iterator[Any]:
 @requires_aws_provider
 def test_the_controller_stack_applies_on_moto_and_leaves_no_role(
         moto: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from skyc.provision import provision, teardown
+    from skyc.apply.provision import provision, teardown
     from tests.failover.aws_env import cloud_resources
     from tests.support.moto_server import CREDENTIALS
     from tests.support.terraform import TERRAFORM_ENV, plugin_dir

@@ -29,11 +29,11 @@ import pytest
 import yaml
 
 from skyc.compiler.aws import credentials as aws_credentials
-from skyc.config import JobsControllerConfig, SkycConfig
 from skyc.errors import UnsupportedFeature
 from skyc.jobs.remote import RemoteController
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime.transport import CommandResult
+from skyc.settings.config import JobsControllerConfig, SkycConfig
 from skyc.task import Task
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from skyc.compiler.aws import roles
-from skyc.config import SkycConfig
 from skyc.optimizer.plan import Placement
+from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 from tests.support.moto_server import CREDENTIALS, MotoServer, start_moto
 from tests.support.terraform import (
@@ -60,7 +60,7 @@ def test_a_job_cluster_applies_and_is_destroyed_with_the_controller_policy_alone
     import boto3
     from botocore.exceptions import ClientError
 
-    from skyc.provision import provision, teardown
+    from skyc.apply.provision import provision, teardown
 
     keys = _controller_user(moto)
     session = boto3.Session(aws_access_key_id=keys["AWS_ACCESS_KEY_ID"],

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from skyc.apply.launch import LaunchOptions, make_plan
 from skyc.compiler import build_stack
-from skyc.config import JobsControllerConfig, load_config
 from skyc.errors import ConfigError
 from skyc.jobs.controller_cluster import controller_cluster_name, controller_task
-from skyc.launch import LaunchOptions, make_plan
+from skyc.settings.config import JobsControllerConfig, load_config
 from skyc.stacks import emit
 
 

@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 
-import skyc.state
+import skyc.state.database
 from skyc.jobs.lease import Lease
 from skyc.jobs.records import JobSpecDoc
-from skyc.jobs.store import ManagedJobStore
+from skyc.state.managed_jobs import ManagedJobStore
 
 
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ManagedJobStore]:
     monkeypatch.setenv("SKYC_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(skyc.state, "BUSY_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(skyc.state.database, "BUSY_TIMEOUT_S", 0.1)
     opened = ManagedJobStore()
     try:
         yield opened
@@ -99,7 +99,7 @@ def test_a_job_row_the_controller_cannot_read_does_not_end_its_supervision(
 
     from skyc.jobs import handoff
     from skyc.jobs.daemon import Daemon
-    from skyc.state import _dump
+    from skyc.state.database import _dump
 
     job_id = _job(store)
     with store.db.transaction() as conn:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from skyc.errors import StateError
-from skyc.jobs.lease import Lease, LeaseHeld
+from skyc.errors import LeaseHeld, StateError
+from skyc.jobs.lease import Lease
 from skyc.jobs.records import JobSpecDoc
-from skyc.jobs.store import ManagedJobStore
-from skyc.state import StateDB
+from skyc.state.database import StateDB
+from skyc.state.managed_jobs import ManagedJobStore
 
 
 @pytest.fixture

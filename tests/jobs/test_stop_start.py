@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from skyc.config import SkycConfig
+from skyc.apply.power import start_cluster, stop_cluster, stop_refusal
+from skyc.apply.provision import plan_changes, provision, teardown
 from skyc.errors import UnsupportedFeature
 from skyc.optimizer.plan import Placement
-from skyc.power import start_cluster, stop_cluster, stop_refusal
-from skyc.provision import plan_changes, provision, teardown
-from skyc.state import StateDB
+from skyc.settings.config import SkycConfig
+from skyc.state.database import StateDB
 from skyc.task.candidate import ResourceCandidate
 from tests.e2e.conftest import Skyc
 from tests.support.moto_server import CREDENTIALS, MotoServer, moto_server
@@ -114,9 +114,9 @@ def test_spot_and_local_clusters_are_refused_with_the_reason(skyc: Skyc) -> None
 
 
 def test_spot_placements_cannot_be_stopped(skyc_home: Path) -> None:
-    from skyc.provision import REQUEST_FILE
+    from skyc.apply.provision import REQUEST_FILE
     from skyc.stacks.workspace import cluster_workspace
-    from skyc.state import ClusterRecord
+    from skyc.state.database import ClusterRecord
 
     ws = cluster_workspace("spotty")
     ws.mkdir(parents=True)

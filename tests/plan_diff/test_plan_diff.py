@@ -186,10 +186,10 @@ def test_an_existing_cluster_is_diffed_where_it_is(
     """The diff is for the placement `skyc apply` would use: a cluster that is up
     stays in its region and zone even when the cheapest offer is now elsewhere."""
     from skyc.cli.plan_stacks import diff_placement as _diff_placement
-    from skyc.config import SkycConfig
-    from skyc.infra import catalog_for
     from skyc.optimizer import optimize
-    from skyc.state import StateDB
+    from skyc.settings.config import SkycConfig
+    from skyc.settings.infra import catalog_for
+    from skyc.state.database import StateDB
     from skyc.task import load_tasks
     from tests.optimizer.helpers import SMALL_CATALOG
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from skyc.errors import InfeasibleError, SkycError
-from skyc.launch import reviewed_next
+from skyc.apply.launch import reviewed_next
+from skyc.errors import InfeasibleError, PolicyViolation, SkycError
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement
-from skyc.review.admit import PolicyViolation, policy_gate
+from skyc.review.admit import policy_gate
 from skyc.review.policy import Policy
 from skyc.task import Task
 
@@ -38,7 +38,7 @@ def test_the_gate_refuses_or_records(tmp_path: Path, monkeypatch: pytest.MonkeyP
         gate("t", at("us-west-2"))                      # a failover re-target elsewhere
     assert not (tmp_path / "skyc-home" / "state.db").exists()
     policy_gate(policy, Path("p.yaml"), task, allow=True)("t", at("us-west-2"))
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     with StateDB() as db:
         [event] = [e for e in db.events("t") if e.kind == "policy"]
@@ -59,7 +59,7 @@ def test_when_every_reviewed_placement_failed_it_asks_or_stops(
 ) -> None:
     """The attempt on aws fails for real (no credentials here: skyc's own check, no
     engine run); the plan lists no other placement."""
-    from skyc.launch import LaunchOptions, ReviewedPlacements, launch
+    from skyc.apply.launch import LaunchOptions, ReviewedPlacements, launch
     from tests.review.test_reviewed_apply import Quiet
 
     _no_aws(tmp_path, monkeypatch)

@@ -58,7 +58,7 @@ def engine_runs(workspace: Path, op: str) -> int:
 def test_apply_applies_the_diff_it_confirmed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from skyc.launch import LaunchOptions, launch
+    from skyc.apply.launch import LaunchOptions, launch
     from skyc.task import load_tasks
 
     monkeypatch.setenv("SKYC_HOME", str(tmp_path / "skyc-home"))

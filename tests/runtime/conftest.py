@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 from tests.support.sshd import SshdCluster, sshd_cluster
 
 

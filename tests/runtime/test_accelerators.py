@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime import JobSpec, agent, run_job
 
 FIXTURES = Path(__file__).parent / "fixtures" / "accelerators"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 
 
 def skyc(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from tests.runtime.test_cli_jobs import save_cluster, skyc
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime.logs import JobLog
 from tests.runtime.conftest import make_local_cluster
 from tests.runtime.test_cli_jobs import save_cluster, skyc

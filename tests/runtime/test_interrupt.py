@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from skyc.locks import cluster_lock
+from skyc.state.locks import cluster_lock
 from tests.runtime.conftest import make_local_cluster
 
 TRIES = 12
@@ -24,8 +24,8 @@ EXIT_WITHIN_S = 8.0
 _WORKER = """
 import sys
 from pathlib import Path
-from skyc.locks import cluster_lock
-from skyc.nodes import ClusterInfo
+from skyc.state.locks import cluster_lock
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime import JobSpec, run_job
 
 cluster = ClusterInfo.model_validate_json(Path(sys.argv[1]).read_text())

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from skyc.errors import SkycError
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime import JobSpec, queue, run_job
 from skyc.runtime.agent import MARK_VAR
-from skyc.state import ClusterRecord, StateDB
+from skyc.state.database import ClusterRecord, StateDB
 from tests.runtime.test_cli_jobs import save_cluster, skyc
 
 
@@ -276,8 +276,8 @@ def test_a_local_nodes_log_is_stored_once_and_outlives_the_node(
 
 def test_plan_reshape_names_the_nodes_a_placement_removes_and_the_jobs_there(
         local_cluster: ClusterInfo, skyc_home: Path) -> None:
+    from skyc.apply.preflight import check_reshape, plan_reshape
     from skyc.optimizer.plan import Placement
-    from skyc.preflight import check_reshape, plan_reshape
 
     save_cluster(skyc_home, local_cluster)
     now = Placement(cloud="local", region="local", num_nodes=2, hourly_cost=0.0)

@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from skyc.errors import TransportError
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 from skyc.runtime import JobSpec, run_job
 from skyc.runtime.kube import KubeTransport, exit_code, frames
 from skyc.runtime.session import make_transport

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from skyc.errors import JobFailed, UnsupportedFeature
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime import JobSpec, cancel, queue, run_job, tail_logs, wait_for_nodes
 
 

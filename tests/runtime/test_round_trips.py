@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from skyc.errors import TransportError
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime import JobSpec, queue, run_job
 from skyc.runtime.transport import LocalTransport
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from skyc.sshconfig import config_path, install_include, write_config
+from skyc.runtime.sshconfig import config_path, install_include, write_config
 from tests.runtime.test_cli_jobs import save_cluster, skyc
 from tests.support.sshd import SshdCluster
 
@@ -60,7 +60,7 @@ def test_skyc_ssh_runs_a_command(sshd2: SshdCluster, skyc_home: Path) -> None:
 
 
 def test_a_local_cluster_is_refused_by_name(local_cluster: object, skyc_home: Path) -> None:
-    from skyc.nodes import ClusterInfo
+    from skyc.model.nodes import ClusterInfo
 
     assert isinstance(local_cluster, ClusterInfo)
     save_cluster(skyc_home, local_cluster)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from skyc.config import SkycConfig, load_config
 from skyc.errors import ConfigError, TransportError
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 from skyc.runtime.ssh import SshTransport, proxy_argv
-from skyc.sshconfig import host_entries
+from skyc.runtime.sshconfig import host_entries
+from skyc.settings.config import SkycConfig, load_config
 from tests.support.ssh_proxy import StandIns, stand_ins
 
 # Where the node "is": nothing listens there, so only the proxy can reach it.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from skyc.errors import RuntimeAgentError
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.runtime import JobSpec, run_job
 from skyc.runtime.agent import EXIT_TRAILER
 from skyc.runtime.remote import agent_module_name, agent_source

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from skyc.errors import SkycError
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 from skyc.runtime import tail_logs
 
 

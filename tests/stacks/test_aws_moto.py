@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from skyc.config import SkycConfig
+from skyc.apply.provision import plan_changes, provision, teardown
 from skyc.errors import ProvisionError
 from skyc.optimizer.plan import Placement
-from skyc.provision import plan_changes, provision, teardown
+from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 from tests.support.moto_server import CREDENTIALS, MotoServer, moto_server
 from tests.support.terraform import requires_aws_provider, requires_terraform, skyc_home

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from skyc.config import SkycConfig
+from skyc.apply.provision import provision
 from skyc.optimizer.plan import Placement
-from skyc.provision import provision
+from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 from tests.support.terraform import requires_terraform, skyc_home
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from skyc.config import SkycConfig
+from skyc.apply.provision import plan_changes
 from skyc.errors import ConfigError
 from skyc.optimizer.plan import Placement
-from skyc.provision import plan_changes
+from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 from tests.support.terraform import TERRAFORM_ENV, requires_terraform
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from skyc import provision
+from skyc.apply import provision
+from skyc.errors import ApplyFailed
 from skyc.optimizer.plan import Placement
-from skyc.stacks.engine import ApplyFailed
 from skyc.stacks.terraform_output import diagnostic
 from skyc.task.candidate import ResourceCandidate
 

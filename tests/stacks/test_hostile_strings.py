@@ -240,10 +240,10 @@ def test_an_aws_stack_keeps_strings_literal_even_past_validation(
     """Defence in depth: with AWS's tag rules switched off (as a bug there would), the
     emitter alone keeps hostile tag keys and values literal in terraform's plan against
     moto."""
+    from skyc.apply.provision import plan_changes
     from skyc.compiler.aws import tags
-    from skyc.config import SkycConfig
     from skyc.optimizer.plan import Placement
-    from skyc.provision import plan_changes
+    from skyc.settings.config import SkycConfig
     from skyc.task.candidate import ResourceCandidate
 
     monkeypatch.setattr(tags, "check", lambda labels: None)

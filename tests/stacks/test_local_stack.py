@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from skyc.config import SkycConfig
+from skyc.apply.provision import plan_changes, provision, teardown
 from skyc.errors import ConfigError
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 from skyc.optimizer.plan import Placement
-from skyc.provision import plan_changes, provision, teardown
+from skyc.settings.config import SkycConfig
 from skyc.stacks import ProgressEvent
 from skyc.task.candidate import ResourceCandidate
 from tests.support.terraform import requires_terraform, skyc_home

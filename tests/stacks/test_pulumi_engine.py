@@ -19,8 +19,8 @@ import pytest
 pytest.importorskip("pulumi_aws", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
 
 from skyc.compiler import classify_error
-from skyc.errors import EngineError
-from skyc.stacks import ApplyFailed, ProgressEvent, open_engine, write_stack
+from skyc.errors import ApplyFailed, EngineError
+from skyc.stacks import ProgressEvent, open_engine, write_stack
 from tests.compiler.golden import compile_case, load
 from tests.support.pulumi_standin import install
 

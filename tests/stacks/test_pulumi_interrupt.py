@@ -18,8 +18,9 @@ import pytest
 
 pytest.importorskip("pulumi_aws", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
 
+from skyc.errors import EngineInterrupted
 from skyc.stacks import open_engine, write_stack
-from skyc.stacks.engine import EngineInterrupted, ProgressEvent, interruptible
+from skyc.stacks.engine import ProgressEvent, interruptible
 from tests.compiler.golden import compile_case
 from tests.support.pulumi_standin import install
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from skyc.config import SkycConfig
-from skyc.provision import provision, teardown
+from skyc.apply.provision import provision, teardown
+from skyc.settings.config import SkycConfig
 from skyc.stacks import stack_engine
 from tests.stacks.test_aws_moto import CANDIDATE, _gpu, _live_instances, aws_env
 from tests.support.moto_server import MotoServer, moto_server

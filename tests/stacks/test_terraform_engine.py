@@ -8,18 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from skyc.errors import EngineError
-from skyc.stacks import (
-    ApplyFailed,
-    LocalCommand,
-    Output,
-    ProgressEvent,
-    Ref,
-    Resource,
-    Stack,
-    emit,
-    write_stack,
-)
+from skyc.errors import ApplyFailed, EngineError
+from skyc.stacks import LocalCommand, Output, ProgressEvent, Ref, Resource, Stack, emit, write_stack
 from skyc.stacks.terraform import TerraformEngine, find_binary, parse_plan_json
 from tests.support.terraform import requires_terraform
 
@@ -131,8 +121,8 @@ def test_nodes_of_a_counted_stack_move_instead_of_being_replaced(tmp_path: Path)
     engine.init()
     engine.apply(engine.plan())
     from skyc.compiler import build_stack
-    from skyc.config import SkycConfig
     from skyc.optimizer.plan import Placement
+    from skyc.settings.config import SkycConfig
     from skyc.task.candidate import ResourceCandidate
 
     stack = build_stack("m", Placement(cloud="local", num_nodes=3, hourly_cost=0),

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from skyc.errors import LockTimeout, StateError
-from skyc.locks import cluster_lock, lock_path, read_holder
+from skyc.state.locks import cluster_lock, lock_path, read_holder
 
 # Takes the lock, reports, holds it for HOLD seconds, reports the release.
 _HOLDER = """
 import json, sys, time
-from skyc.locks import cluster_lock
+from skyc.state.locks import cluster_lock
 from skyc.errors import LockTimeout
 name, timeout, hold = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 waits = []
@@ -104,7 +104,7 @@ def test_holder_record_written_and_cleared(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_holder_command_omits_option_values() -> None:
-    from skyc.locks import _command_summary
+    from skyc.state.locks import _command_summary
 
     argv = ["/usr/bin/skyc", "launch", "--env", "HF_TOKEN=abc", "--password", "pw", "t.yaml"]
     assert _command_summary(argv) == "skyc launch t.yaml"

@@ -2,7 +2,7 @@
 
 Real parts: the terraform binary and AWS provider against a moto server on 127.0.0.1;
 `skyc` runs as a subprocess. The instances are stopped and then terminated with boto3
-behind skyc's back. The cluster is provisioned through skyc.provision (what `skyc
+behind skyc's back. The cluster is provisioned through skyc.apply.provision (what `skyc
 apply` does before it connects to the nodes): moto's instances run no machine, so
 nothing here connects to them.
 """
@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from skyc.config import SkycConfig
+from skyc.apply.provision import provision, teardown
 from skyc.optimizer.plan import Placement
-from skyc.provision import provision, teardown
-from skyc.state import StateDB
+from skyc.settings.config import SkycConfig
+from skyc.state.database import StateDB
 from skyc.task.candidate import ResourceCandidate
 from tests.failover.aws_env import cloud_resources
 from tests.support.moto_server import CREDENTIALS, MotoServer, start_moto
@@ -129,7 +129,7 @@ def test_a_recovery_asks_the_cloud_again_when_a_refresh_fails(
     """What a recovery's reason says of a lost node comes from a refresh; one that fails
     (here EC2 refuses DescribeInstances through the fault proxy) is run again, and two
     that fail leave the reason without the cloud's view rather than failing."""
-    import skyc.reconcile as reconcile
+    import skyc.apply.reconcile as reconcile
     from tests.support.fault_proxy import FaultProxy, FaultRule
 
     for key, value in CREDENTIALS.items():

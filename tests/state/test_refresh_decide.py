@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from skyc.reconcile import Observed, decide, hourly_cost_after, power_states
+from skyc.apply.reconcile import Observed, decide, hourly_cost_after, power_states
 from skyc.stacks.engine import RefreshedResource
-from skyc.state import ClusterRecord
+from skyc.state.database import ClusterRecord
 
 UP = {"name": "c", "cloud": "aws", "status": "UP", "launched_at": 1.0,
       "nodes": [{"name": "head"}, {"name": "worker1"}]}
@@ -111,7 +111,7 @@ def test_a_pulumi_deployment_s_instances_are_read_the_same_way() -> None:
 
 def test_the_cloud_view_of_an_unknown_cluster_is_empty(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from skyc.reconcile import cloud_view
+    from skyc.apply.reconcile import cloud_view
 
     monkeypatch.setenv("SKYC_HOME", str(tmp_path))
     assert cloud_view("nothing") == ""

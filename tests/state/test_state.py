@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from skyc.errors import StateError
-from skyc.state import (
+from skyc.state.database import (
     SCHEMA_VERSION,
     ClusterRecord,
     StateDB,
@@ -197,7 +197,7 @@ def test_garbage_file_is_a_state_error(tmp_path: Path) -> None:
 _WRITER = """
 import sys
 from pathlib import Path
-from skyc.state import StateDB
+from skyc.state.database import StateDB
 db = StateDB(Path(sys.argv[1]))
 for i in range(50):
     db.add_event("c1", "attempt", f"{sys.argv[2]}-{i}")
@@ -223,7 +223,7 @@ def test_concurrent_processes_lose_no_writes(tmp_path: Path) -> None:
 
 
 def test_placement_and_up_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from skyc.nodes import ClusterInfo, Node
+    from skyc.model.nodes import ClusterInfo, Node
     from skyc.optimizer.plan import Placement
 
     monkeypatch.setenv("SKYC_HOME", str(tmp_path))

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import skyc.state as state
-from skyc.nodes import ClusterInfo, Node
-from skyc.state import ClusterRecord, StateDB
+import skyc.state.database as state
+from skyc.model.nodes import ClusterInfo, Node
+from skyc.state.database import ClusterRecord, StateDB
 from tests.support.terraform import requires_terraform
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -328,7 +328,7 @@ def test_queue_and_logs_on_a_read_only_home(launched: Path) -> None:
 _FILL = """
 import subprocess, sys
 from skyc.errors import StateError
-from skyc.state import ClusterRecord, StateDB
+from skyc.state.database import ClusterRecord, StateDB
 with StateDB() as db:
     db.upsert_cluster(ClusterRecord(name="c1", cloud="local"))
     subprocess.run(["dd", "if=/dev/zero", f"of={sys.argv[1]}/fill", "bs=4k"],

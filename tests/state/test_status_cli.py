@@ -15,7 +15,7 @@ import pytest
 
 from skyc.cli.cmd_status import format_age, refresh_cluster, resources
 from skyc.errors import StateError
-from skyc.state import ClusterRecord, StateDB
+from skyc.state.database import ClusterRecord, StateDB
 from tests.support.terraform import requires_terraform
 
 
@@ -142,7 +142,7 @@ def test_formatting_helpers() -> None:
 
 
 def _decide(**record: Any) -> tuple[str, str]:
-    from skyc.reconcile import decide
+    from skyc.apply.reconcile import decide
 
     seen = record.pop("seen")
     base: dict[str, Any] = {"name": "c", "cloud": "local", "status": "UP"}
@@ -150,7 +150,7 @@ def _decide(**record: Any) -> tuple[str, str]:
 
 
 def test_decide_never_says_stopped_or_up_without_nodes() -> None:
-    from skyc.reconcile import Observed
+    from skyc.apply.reconcile import Observed
 
     up = {"launched_at": 1.0, "nodes": [{"name": "head"}, {"name": "worker1"}]}
     whole = Observed("/ws", stack=True, managed=2)
@@ -181,7 +181,7 @@ def test_decide_never_says_stopped_or_up_without_nodes() -> None:
 
 def _local_placement(home: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
         Any, Any]:
-    from skyc.launch import LaunchOptions, make_plan
+    from skyc.apply.launch import LaunchOptions, make_plan
     from skyc.task import load_tasks
 
     monkeypatch.setenv("SKYC_HOME", str(home))
@@ -203,7 +203,7 @@ def _refreshed(home: Path, name: str) -> dict[str, Any]:
 @requires_terraform
 def test_refresh_of_a_cluster_killed_before_its_engine_ran_is_init_not_stopped(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from skyc.provision import plan_changes
+    from skyc.apply.provision import plan_changes
 
     home = tmp_path / "home"
     placement, candidate = _local_placement(home, tmp_path, monkeypatch)
@@ -223,7 +223,7 @@ def test_refresh_of_a_cluster_killed_before_its_engine_ran_is_init_not_stopped(
 @requires_terraform
 def test_refresh_of_a_cluster_killed_while_its_engine_ran_is_not_up_with_no_nodes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from skyc.provision import provision
+    from skyc.apply.provision import provision
 
     home = tmp_path / "home"
     placement, candidate = _local_placement(home, tmp_path, monkeypatch)

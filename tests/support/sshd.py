@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from skyc.nodes import ClusterInfo, Node
+from skyc.model.nodes import ClusterInfo, Node
 
 SSHD = "/usr/sbin/sshd"
 

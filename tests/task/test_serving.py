@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from skyc.apply.preflight import task_problems
 from skyc.errors import TaskSpecError
-from skyc.preflight import task_problems
 from skyc.task import load_tasks
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from skyc.compiler.base import Credentials
-from skyc.config import SkycConfig
+from skyc.settings.config import SkycConfig
 
 HELP = ("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), "
         "or run `aws configure`")

@@ -20,9 +20,9 @@ from skyc.compiler.aws import tags as tag_rules
 from skyc.compiler.base import BuildRequest, node_name, port_range
 from skyc.compiler.keys import ensure_key_pair
 from skyc.compiler.templates import render
-from skyc.config import SkycConfig
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
+from skyc.settings.config import SkycConfig
 from skyc.stacks.model import Block, Output, Provider, Ref, Resource, Stack, Var, Variable
 from skyc.task.candidate import ResourceCandidate
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from skyc.compiler.azure.config import AzureConfig, is_subscription_id
 
 if TYPE_CHECKING:
-    from skyc.config import SkycConfig
+    from skyc.settings.config import SkycConfig
 
 Method = Literal["service-principal", "azure-cli"]
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from skyc.compiler.base import list_output, node_name
 from skyc.compiler.keys import private_key_path
-from skyc.config import SkycConfig
 from skyc.errors import EngineError
-from skyc.nodes import Node
+from skyc.model.nodes import Node
+from skyc.settings.config import SkycConfig
 
 
 def nodes(

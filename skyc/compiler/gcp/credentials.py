@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple, cast
 
 from skyc.compiler.gcp.config import GcpConfig, is_project_id
-from skyc.config import SkycConfig
+from skyc.settings.config import SkycConfig
 
 Method = Literal["service_account", "authorized_user", "external_account",
                  "impersonated_service_account", "external_account_authorized_user"]

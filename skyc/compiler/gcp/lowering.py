@@ -26,8 +26,8 @@ from skyc.compiler.gcp.images import tpu_accelerator
 from skyc.compiler.gcp.metadata import SSH_USER, metadata
 from skyc.compiler.gcp.resources import block, resource
 from skyc.compiler.keys import ensure_key_pair
-from skyc.config import SkycConfig
 from skyc.errors import ConfigError, UnsupportedFeature
+from skyc.settings.config import SkycConfig
 from skyc.stacks.model import Output, Provider, Ref, Stack, Var, Variable
 
 SUBNET_CIDR = "10.0.0.0/20"
@@ -126,7 +126,7 @@ def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
         values[vm.POWER_VARIABLE] = vm.POWER.get(state, vm.POWER["running"])
     if "project" in stack.variables:
         from skyc.compiler.gcp.credentials import PROJECT_HELP, credentials
-        from skyc.config import load_config
+        from skyc.settings.config import load_config
 
         found = credentials(os.environ, Path(os.environ.get("HOME") or Path.home()),
                             load_config())

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from skyc.config import SkycConfig
+from skyc.settings.config import SkycConfig
 
 HELP = ("point KUBECONFIG at a kubeconfig file, or create ~/.kube/config "
         "(e.g. `gcloud container clusters get-credentials`, `aws eks update-kubeconfig`)")

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skyc.config import skyc_home
 from skyc.errors import CatalogError
+from skyc.settings.config import skyc_home
 
 CACHE_VERSION = 1
 DEFAULT_TIMEOUT = 20.0

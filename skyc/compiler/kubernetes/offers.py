@@ -19,7 +19,7 @@ from skyc.compiler.kubernetes.labels import (
     slice_chips,
 )
 from skyc.compiler.kubernetes.nodes import CLOUD, ContextOffers, node_list_offers
-from skyc.config import SkycConfig
+from skyc.settings.config import SkycConfig
 
 
 def _pool_accelerator(pool: GpuPool) -> str | None:

@@ -16,9 +16,9 @@ from typing import Any
 
 from skyc.compiler.base import list_output, node_name
 from skyc.compiler.kubernetes.credentials import credentials
-from skyc.config import SkycConfig
 from skyc.errors import EngineError
-from skyc.nodes import Node
+from skyc.model.nodes import Node
+from skyc.settings.config import SkycConfig
 
 
 def _namespace(outputs: dict[str, Any], context: str, config: SkycConfig) -> str:

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from skyc.compiler.base import list_output, node_name
-from skyc.config import SkycConfig
-from skyc.nodes import Node
+from skyc.model.nodes import Node
+from skyc.settings.config import SkycConfig
 
 
 def nodes(

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from skyc.compiler.base import Credentials
-from skyc.config import SkycConfig
+from skyc.settings.config import SkycConfig
 
 
 def credentials(

@@ -11,8 +11,8 @@ from typing import Any
 
 from skyc.compiler import base
 from skyc.compiler.base import BuildRequest
-from skyc.config import SkycConfig, SshPool
 from skyc.errors import ConfigError
+from skyc.settings.config import SkycConfig, SshPool
 from skyc.stacks.model import Output, Ref, Resource, Stack
 
 _HOST = re.compile(

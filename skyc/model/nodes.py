@@ -45,7 +45,7 @@ class ClusterInfo(BaseModel):
     workspace: str                # $SKYC_HOME/clusters/<name>/ (keys, known_hosts, stack)
 
 
-# In a cluster's workspace once it is provisioned (written by skyc.provision).
+# In a cluster's workspace once it is provisioned (written by skyc.apply.provision).
 CLUSTER_FILE = "cluster.json"
 
 

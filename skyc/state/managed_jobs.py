@@ -19,7 +19,7 @@ from skyc.jobs.records import (
     ManagedStatus,
     TrailEvent,
 )
-from skyc.state import StateDB, _dump, _load
+from skyc.state.database import StateDB, _dump, _load
 
 _COLUMNS = frozenset({
     "name", "status", "task_index", "restarts", "recoveries", "cluster", "cluster_job",

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from skyc.errors import StateError
 
 if TYPE_CHECKING:
-    from skyc.nodes import ClusterInfo
+    from skyc.model.nodes import ClusterInfo
     from skyc.optimizer.plan import Placement
 
 ClusterStatus = Literal["INIT", "UP", "STOPPED", "FAILED"]
@@ -393,7 +393,7 @@ BACKUP_SUFFIX = ".bak"
 
 
 def default_path() -> Path:
-    from skyc.home import skyc_home
+    from skyc.settings.home import skyc_home
 
     return skyc_home() / "state.db"
 
@@ -428,7 +428,7 @@ def _temp_beside(path: Path) -> Path:
 
 def _write_copy(source: sqlite3.Connection, dest: Path, journal: str) -> None:
     """``source``'s database as the new file ``dest`` (0600), checked by sqlite."""
-    from skyc.home import PRIVATE_FILE
+    from skyc.settings.home import PRIVATE_FILE
 
     os.close(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE))
     conn = sqlite3.connect(str(dest), isolation_level=None)
@@ -525,7 +525,7 @@ def connect(path: Path) -> sqlite3.Connection:
 def _prepare_file(path: Path) -> bool:
     """Create the database's directory and its file (0600), or make an existing one
     0600; False when they cannot be written (a read-only SKYC_HOME)."""
-    from skyc.home import PRIVATE_FILE, tighten
+    from skyc.settings.home import PRIVATE_FILE, tighten
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -606,7 +606,7 @@ class StateDB:
 
     def __init__(self, path: Path | None = None) -> None:
         if path is None:
-            from skyc.home import ensure_home
+            from skyc.settings.home import ensure_home
 
             path = ensure_home() / "state.db"
         self.path = path
@@ -756,7 +756,7 @@ class StateDB:
         Keeps what is still true of an existing record (launch time, last job,
         engine, workspace); the nodes are kept only if the placement is unchanged.
         """
-        from skyc.home import skyc_home
+        from skyc.settings.home import skyc_home
 
         placement_doc = placement.model_dump(mode="json")
         old = self.get_cluster(name)

@@ -23,7 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
+from skyc.errors import (
+    FailoverExhausted,
+    InfeasibleError,
+    ProvisionError,
+    ProvisionFailure,
+    SkycError,
+)
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement
 
@@ -60,14 +66,6 @@ class FailoverResult(Generic[T]):
     value: T
     placement: Placement
     attempts: list[Attempt] = field(default_factory=list)
-
-
-class FailoverExhausted(SkycError):
-    """Every placement tried failed; ``attempts`` says what happened to each."""
-
-    def __init__(self, message: str, attempts: list[Attempt], *, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.attempts = attempts
 
 
 def blocked_scope(placement: Placement, error: ProvisionError) -> Blocked:

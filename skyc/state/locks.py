@@ -28,7 +28,7 @@ _POLL_S = 0.05
 
 def lock_path(name: str) -> Path:
     """Where the lock file of cluster ``name`` lives."""
-    from skyc.home import skyc_home
+    from skyc.settings.home import skyc_home
 
     if not _NAME.match(name):
         raise StateError(

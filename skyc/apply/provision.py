@@ -27,11 +27,11 @@ from skyc.compiler import (
     nodes_from_outputs,
     workspace_values,
 )
-from skyc.config import SkycConfig, load_config
-from skyc.errors import ConfigError, ProvisionError, StateError
-from skyc.nodes import CLUSTER_FILE, ClusterInfo
+from skyc.errors import ApplyFailed, ConfigError, ProvisionError, StateError
+from skyc.model.nodes import CLUSTER_FILE, ClusterInfo
 from skyc.optimizer.plan import Placement
-from skyc.stacks.engine import ApplyFailed, Engine, ProgressCallback, StackDiff
+from skyc.settings.config import SkycConfig, load_config
+from skyc.stacks.engine import Engine, ProgressCallback, StackDiff
 from skyc.stacks.engines import open_engine, stack_engine, write_stack
 from skyc.stacks.workspace import cluster_workspace
 from skyc.task.candidate import ResourceCandidate

@@ -17,25 +17,15 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skyc.errors import ProvisionError, ProvisionFailure, SkycError, UnsupportedFeature
+from skyc.errors import ProvisionError, ProvisionFailure, Refused, SkycError, UnsupportedFeature
 
 if TYPE_CHECKING:
-    from skyc.config import SkycConfig
-    from skyc.nodes import ClusterInfo
+    from skyc.model.nodes import ClusterInfo
     from skyc.optimizer.plan import Placement
-    from skyc.state import ClusterRecord
+    from skyc.settings.config import SkycConfig
+    from skyc.state.database import ClusterRecord
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
-
-
-class Refused(UnsupportedFeature):
-    """A task that cannot run as written; ``problems`` lists why, one per field."""
-
-    def __init__(self, subject: str, problems: list[str]) -> None:
-        self.problems = list(problems)
-        lines = "\n".join(f"  {p}" for p in self.problems)
-        super().__init__(f"{subject} cannot run, nothing was created:\n{lines}",
-                         hint="fix the fields named above and run the command again")
 
 
 def _subject(task: Task) -> str:
@@ -161,7 +151,7 @@ def check_cluster_reuse(
     """Refuse to run ``task`` on ``cluster`` when the cluster was named after another
     task whose name comes out the same (``job_names``: the tasks that ran there), unless
     the cluster was named explicitly with ``-c``."""
-    from skyc.cluster_names import stack_safe_name
+    from skyc.model.cluster_names import stack_safe_name
 
     if explicit:
         return
@@ -220,7 +210,7 @@ def plan_reshape(record: ClusterRecord | None, placement: Placement) -> Reshape 
     (or the cluster never came up)."""
     if record is None or record.launched_at is None:
         return None
-    from skyc.nodes import recorded_cluster
+    from skyc.model.nodes import recorded_cluster
 
     info = recorded_cluster(record.name)
     if info is None or not info.nodes:
@@ -266,7 +256,7 @@ def removed_resources(
 ) -> list[str]:
     """The resources the engine would delete or replace for ``placement`` (it plans;
     nothing is changed), also kept in ``reshape.resources``."""
-    from skyc.provision import plan_changes
+    from skyc.apply.provision import plan_changes
 
     diff = plan_changes(reshape.cluster.name, placement, candidate, config=config,
                         engine=engine)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from skyc.config import SkycConfig
+from skyc.settings.config import SkycConfig
 
 if TYPE_CHECKING:
     from skyc.catalog import Catalog

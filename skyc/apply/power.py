@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from skyc.apply.launch import LaunchReporter, end_cluster_jobs
 from skyc.errors import SkycError, UnsupportedFeature
-from skyc.launch import LaunchReporter, end_cluster_jobs
 
 if TYPE_CHECKING:
-    from skyc.nodes import ClusterInfo
-    from skyc.state import ClusterRecord, StateDB
+    from skyc.model.nodes import ClusterInfo
+    from skyc.state.database import ClusterRecord, StateDB
 
 
 def stop_refusal(name: str, record: ClusterRecord) -> str | None:
     """Why cluster ``name`` cannot be stopped (None: it can), from its target's
     capabilities and its stack."""
+    from skyc.apply.provision import can_stop, recorded_request
     from skyc.compiler import target
-    from skyc.provision import can_stop, recorded_request
 
     caps = target(record.cloud).capabilities
     if not caps.creates_resources:
@@ -38,9 +38,9 @@ def stop_refusal(name: str, record: ClusterRecord) -> str | None:
 def stop_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 600.0) -> bool:
     """Stop the cluster's nodes (disks kept) by re-applying its stack; False when it was
     stopped already. Its jobs are ended first."""
-    from skyc.locks import cluster_lock
-    from skyc.provision import set_power
-    from skyc.state import StateDB
+    from skyc.apply.provision import set_power
+    from skyc.state.database import StateDB
+    from skyc.state.locks import cluster_lock
 
     with StateDB() as db, cluster_lock(name, timeout=lock_timeout):
         record = _require_cluster(db, name)
@@ -62,9 +62,9 @@ def stop_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 600.
 def start_cluster(name: str, reporter: LaunchReporter,
                   lock_timeout: float = 600.0) -> ClusterInfo | None:
     """Start a stopped cluster by re-applying its stack; its nodes (None: it was up)."""
-    from skyc.locks import cluster_lock
-    from skyc.provision import recorded_request, set_power
-    from skyc.state import StateDB
+    from skyc.apply.provision import recorded_request, set_power
+    from skyc.state.database import StateDB
+    from skyc.state.locks import cluster_lock
 
     with StateDB() as db, cluster_lock(name, timeout=lock_timeout):
         record = _require_cluster(db, name)
@@ -81,8 +81,8 @@ def start_cluster(name: str, reporter: LaunchReporter,
 def stopped_hourly_cost(name: str, record: ClusterRecord) -> float:
     """What the stopped cluster's disks still cost per hour (its target declares the
     price per GB-month)."""
+    from skyc.apply.provision import recorded_request
     from skyc.compiler import target
-    from skyc.provision import recorded_request
 
     placement, candidate = recorded_request(name)
     per_gb = target(record.cloud).capabilities.disk_gb_month

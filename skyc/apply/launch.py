@@ -13,20 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from skyc.cluster_names import cluster_name_for
-from skyc.config import SkycConfig, load_config
-from skyc.errors import (
-    InfeasibleError,
-    ProvisionError,
-    ProvisionFailure,
-    SkycError,
-    UnsupportedFeature,
-)
-from skyc.failover import Attempt, FailoverPolicy, provision_with_failover
-from skyc.job_records import JobRecorder
-from skyc.optimizer.blocked import Blocked
-from skyc.optimizer.plan import Placement, Plan
-from skyc.preflight import (
+from skyc.apply.failover import Attempt, FailoverPolicy, provision_with_failover
+from skyc.apply.preflight import (
     check_cluster_reuse,
     check_failover_placement,
     check_placement,
@@ -36,14 +24,27 @@ from skyc.preflight import (
     plan_reshape,
     removed_resources,
 )
+from skyc.errors import (
+    InfeasibleError,
+    Interrupted,
+    ProvisionError,
+    ProvisionFailure,
+    SkycError,
+    UnsupportedFeature,
+)
+from skyc.model.cluster_names import cluster_name_for
+from skyc.optimizer.blocked import Blocked
+from skyc.optimizer.plan import Placement, Plan
+from skyc.settings.config import SkycConfig, load_config
+from skyc.state.job_records import JobRecorder
 
 if TYPE_CHECKING:
     from skyc.jobs.records import ManagedJob
-    from skyc.nodes import ClusterInfo
+    from skyc.model.nodes import ClusterInfo
     from skyc.runtime import JobSpec
     from skyc.runtime.autostop import AutostopPlan
     from skyc.stacks.engine import StackDiff
-    from skyc.state import ClusterRecord, StateDB
+    from skyc.state.database import ClusterRecord, StateDB
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
 
@@ -61,12 +62,6 @@ class LaunchReporter(Protocol):
     def log_line(self, node: str, line: str) -> None: ...
     # A reporter may also have ``log_bytes(data: bytes)``: job output as prefixed bytes,
     # the fast path (used instead of log_line when present).
-
-
-class Interrupted(SkycError):
-    """Provisioning was interrupted (Ctrl-C); the hint says how to resume or clean up."""
-
-    exit_code = 130
 
 
 @dataclass
@@ -134,8 +129,8 @@ def make_plan(
     config: SkycConfig | None = None,
 ) -> Plan:
     """Optimize the tasks over the catalog, with failed scopes blocked."""
-    from skyc.infra import catalog_for
     from skyc.optimizer import optimize
+    from skyc.settings.infra import catalog_for
 
     config = config or load_config()
     catalog = catalog_for(config, tasks, infra=opts.infra, catalog_dir=opts.catalog_dir)
@@ -152,8 +147,8 @@ def launch(
     tasks: Sequence[Task], opts: LaunchOptions, reporter: LaunchReporter
 ) -> LaunchResult:
     """Run ``skyc apply`` for one task: plan, provision with failover, run, maybe down."""
-    from skyc.locks import cluster_lock
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
+    from skyc.state.locks import cluster_lock
 
     if len(tasks) != 1:
         raise UnsupportedFeature(
@@ -256,9 +251,9 @@ def _provision(
     blocked: Sequence[Blocked] = (),
     autostop: bool = True,
 ) -> tuple[ClusterInfo, Placement, list[Attempt]]:
+    from skyc.apply.provision import destroy_attempt, provision
     from skyc.compiler import choose_engine, target
-    from skyc.infra import missing_credentials
-    from skyc.provision import destroy_attempt, provision
+    from skyc.settings.infra import missing_credentials
     from skyc.stacks.workspace import cluster_workspace, has_stack
 
     before = db.get_cluster(name)
@@ -401,7 +396,7 @@ def _record_failed_apply(db: StateDB, name: str, before: ClusterRecord | None,
     had come up or that no engine ran for, keeps its record as it was (the engine may
     have changed part of it: ``skyc status --refresh`` checks). A new cluster that left
     nothing behind is forgotten. Any other is FAILED, with the failure as an event."""
-    from skyc.provision import forget_attempts
+    from skyc.apply.provision import forget_attempts
 
     if db.get_cluster(name) is None:
         return  # refused before provisioning (no credentials): nothing was recorded
@@ -427,8 +422,8 @@ def provision_cluster(
 ) -> tuple[ClusterInfo, Placement, list[Attempt]]:
     """Provision cluster ``name`` for ``task`` with failover, the scopes in ``blocked``
     ruled out from the start, under the cluster's lock; records it UP."""
-    from skyc.locks import cluster_lock
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
+    from skyc.state.locks import cluster_lock
 
     check_task(task)
     with StateDB() as db, cluster_lock(name, timeout=opts.lock_timeout):
@@ -441,8 +436,8 @@ def teardown_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 
                      *, for_job: int | None = None) -> None:
     """End the cluster's jobs, destroy its stack and forget it (under its lock).
     ``for_job``: the managed job whose controller tears its own cluster down."""
-    from skyc.locks import cluster_lock
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
+    from skyc.state.locks import cluster_lock
 
     with StateDB() as db, cluster_lock(name, timeout=lock_timeout):
         _teardown(name, db, reporter, for_job)
@@ -458,7 +453,7 @@ def _confirm_changes(
 ) -> StackDiff:
     """Ask to apply the cluster's diff; returns that diff (its saved engine plan is the
     one applied)."""
-    from skyc.provision import plan_changes
+    from skyc.apply.provision import plan_changes
 
     diff = plan_changes(name, placement, candidates[placement.candidate_index], config=config,
                         engine=engine)
@@ -512,7 +507,7 @@ def _run(
 def managed_job_of(cluster: str, db: StateDB | None = None) -> ManagedJob | None:
     """The unfinished managed job whose cluster ``cluster`` is; None for any other."""
     from skyc.jobs.controller import cluster_for
-    from skyc.jobs.store import ManagedJobStore
+    from skyc.state.managed_jobs import ManagedJobStore
 
     match = _JOB_CLUSTER.match(cluster)
     if match is None:
@@ -565,7 +560,7 @@ def end_cluster_jobs(name: str, *, for_job: int | None = None,
     process the jobs started (daemons too). Unreachable nodes are skipped. By node, the
     jobs ended. Refused on a managed job's cluster unless ``for_job`` is that job (its
     controller acting)."""
-    from skyc.nodes import recorded_cluster
+    from skyc.model.nodes import recorded_cluster
     from skyc.runtime import stop_all_jobs
 
     check_not_managed(name, for_job=for_job, db=db)
@@ -577,7 +572,7 @@ def end_cluster_jobs(name: str, *, for_job: int | None = None,
 
 def _teardown(name: str, db: StateDB, reporter: LaunchReporter,
               for_job: int | None = None) -> None:
-    from skyc.provision import teardown
+    from skyc.apply.provision import teardown
 
     end_cluster_jobs(name, for_job=for_job, db=db)
     teardown(name, progress=reporter.engine_event)

@@ -37,8 +37,8 @@ from skyc.compiler.kubernetes.config import KubernetesConfig
 from skyc.errors import ConfigError
 
 # Re-exported: the config file lies in skyc's home directory.
-from skyc.home import config_path as config_path
-from skyc.home import skyc_home as skyc_home
+from skyc.settings.home import config_path as config_path
+from skyc.settings.home import skyc_home as skyc_home
 
 
 class _Model(BaseModel):
@@ -167,6 +167,6 @@ def load_config(path: Path | None = None) -> SkycConfig:
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigError(
-            f"{path}: {problems}", hint="see the config format in skyc/config.py"
+            f"{path}: {problems}", hint="see the config format in skyc/settings/config.py"
         ) from None
 

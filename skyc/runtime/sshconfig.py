@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from skyc.nodes import ClusterInfo
+from skyc.model.nodes import ClusterInfo
 
 INCLUDE_MARK = "# added by skyc ssh-config --install"
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from skyc.runtime import JobResult
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
 
 class JobRecorder:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from skyc.stacks.engine import RefreshedResource
-    from skyc.state import ClusterRecord, ClusterStatus
+    from skyc.state.database import ClusterRecord, ClusterStatus
 
 
 @dataclass(frozen=True)
@@ -144,10 +144,10 @@ def hourly_cost_after(record: ClusterRecord, status: str) -> float | None:
         return None
     try:
         if status == "STOPPED":
-            from skyc.power import stopped_hourly_cost
+            from skyc.apply.power import stopped_hourly_cost
 
             return stopped_hourly_cost(record.name, record)
-        from skyc.provision import recorded_request
+        from skyc.apply.provision import recorded_request
 
         return recorded_request(record.name)[0].hourly_cost
     except (SkycError, OSError):
@@ -166,7 +166,7 @@ def cloud_view(cluster: str) -> str:
     read their nodes' states (their refresh would tell nothing of the nodes)."""
     from skyc.compiler import tells_node_states
     from skyc.errors import SkycError
-    from skyc.state import StateDB
+    from skyc.state.database import StateDB
 
     try:
         with StateDB() as db:
@@ -212,7 +212,7 @@ def removed_nodes_outcome(cluster: str, present: set[str], job_id: int,
     when every node of the job is still there, or the job has not finished."""
     from skyc.runtime.control import job_exit_code
     from skyc.runtime.logs import Prefixer, log_name
-    from skyc.state import TERMINAL_JOB_STATUSES, StateDB
+    from skyc.state.database import TERMINAL_JOB_STATUSES, StateDB
 
     with StateDB() as db:
         record = db.find_job(cluster, job_id)

@@ -1,0 +1,1 @@
+"""The records every stage shares: a cluster's nodes and how clusters are named."""

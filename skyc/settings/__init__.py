@@ -1,0 +1,1 @@
+"""Settings: the config file, `$SKYC_HOME`, and which infra is enabled and why."""
