@@ -36,7 +36,7 @@ from skyc.model.cluster_names import cluster_name_for
 from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.plan import Placement, Plan
 from skyc.settings.config import SkycConfig, load_config
-from skyc.state.job_records import JobRecorder
+from skyc.state.job_records import JobRecorder, interrupted
 
 if TYPE_CHECKING:
     from skyc.jobs.records import ManagedJob
@@ -182,8 +182,13 @@ def launch(
             ) from None
         autostop = autostop_setting(task, opts)
         autostop_plan = None if autostop is None else plan_cluster_autostop(info, autostop[1])
+        recorder = JobRecorder(db, info.name, task.name,
+                               announce=None if opts.detach else reporter.stage)
         try:
-            exit_code, job_id, failure = _run(task, spec, info, opts, db, reporter)
+            exit_code, job_id, failure = _run(task, spec, info, opts, reporter, recorder)
+        except KeyboardInterrupt:
+            going_down = opts.down and not opts.detach and autostop is None
+            raise interrupted(name, recorder.job_id, going_down=going_down) from None
         finally:
             if opts.down and not opts.detach and autostop is None:
                 reporter.stage("down", name)
@@ -484,8 +489,8 @@ def _job_spec(task: Task) -> JobSpec | None:
 
 
 def _run(
-    task: Task, spec: JobSpec | None, info: ClusterInfo, opts: LaunchOptions, db: StateDB,
-    reporter: LaunchReporter,
+    task: Task, spec: JobSpec | None, info: ClusterInfo, opts: LaunchOptions,
+    reporter: LaunchReporter, recorder: JobRecorder,
 ) -> tuple[int, int | None, str | None]:
     from skyc.runtime import run_job
 
@@ -493,7 +498,6 @@ def _run(
         return 0, None, None
     reporter.stage("run", f"{len(info.nodes)} node(s)")
     log_bytes = getattr(reporter, "log_bytes", None)
-    recorder = JobRecorder(db, info.name, task.name)
     result = run_job(
         info, spec, on_output=log_bytes,
         on_line=None if log_bytes is not None else reporter.log_line,

@@ -137,7 +137,7 @@ def exec_cmd(
     from skyc.errors import UnsupportedFeature
     from skyc.runtime import job_spec_from_task, run_job
     from skyc.state.database import StateDB
-    from skyc.state.job_records import JobRecorder
+    from skyc.state.job_records import JobRecorder, interrupted
     from skyc.task import load_tasks, parse_secret_flags
     from skyc.task.inline import inline_task, is_task_file
 
@@ -165,10 +165,15 @@ def exec_cmd(
                 the_task)
     spec = _on_every_host(spec, cluster, info)
     with StateDB() as db:
-        recorder = JobRecorder(db, cluster, the_task.name) if db.get_cluster(cluster) else None
-        result = run_job(info, spec, on_output=write_output, rerun_setup=rerun_setup,
-                         detach=detach, hold_lock=True,
-                         on_start=recorder.started if recorder else None)
+        recorder = JobRecorder(db, cluster, the_task.name,
+                               announce=None if detach else _announce) \
+            if db.get_cluster(cluster) else None
+        try:
+            result = run_job(info, spec, on_output=write_output, rerun_setup=rerun_setup,
+                             detach=detach, hold_lock=True,
+                             on_start=recorder.started if recorder else None)
+        except KeyboardInterrupt:
+            raise interrupted(cluster, recorder.job_id if recorder else None) from None
         if recorder is not None:
             recorder.finished(result)
     if detach and result.ok:
@@ -180,6 +185,12 @@ def exec_cmd(
             f"job {result.job_id} started; follow it with: skyc logs {cluster} "
             f"{result.job_id} --follow", highlight=False, markup=False)
     result.raise_for_status()
+
+
+def _announce(text: str) -> None:
+    from skyc.cli.output import err_console
+
+    err_console.print(text, highlight=False, markup=False)
 
 
 def _reconcile(cluster: str, jobs: list[dict[str, Any]]) -> None:

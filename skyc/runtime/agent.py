@@ -72,9 +72,11 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _trailer(code: int, cancelled: bool = False) -> None:
+def _trailer(code: int, cancelled: str | None = None) -> None:
+    """The last line on stderr: the exit code, then ``cancelled REASON`` when the job
+    was stopped (user, peer or abort)."""
     sys.stdout.flush()
-    sys.stderr.write(f"{EXIT_TRAILER} {code}{' cancelled' if cancelled else ''}\n")
+    sys.stderr.write(f"{EXIT_TRAILER} {code}{f' cancelled {cancelled}' if cancelled else ''}\n")
     sys.stderr.flush()
 
 
@@ -427,7 +429,7 @@ def cmd_run(args: Args) -> int:
         return 0
     if os.path.exists(os.path.join(job_dir(args.job), "cancelled")):
         sys.stdout.write(f"job {args.job} was cancelled: {args.phase} not started\n")
-        _trailer(143)
+        _trailer(143, _cancel_reason(args.job))
         return 0
     _spawn_supervisor(args.job, args.phase, spec)
     if not args.follow:
@@ -437,7 +439,7 @@ def cmd_run(args: Args) -> int:
     if code == 0 and args.phase == "setup" and args.setup_hash:
         os.makedirs(skyc_dir(), exist_ok=True)
         _write_atomic(hash_path, args.setup_hash)
-    _trailer(code, _cancel_reason(args.job) is not None)
+    _trailer(code, _cancel_reason(args.job))
     return 0
 
 
@@ -451,7 +453,7 @@ def cmd_tail(args: Args) -> int:
             break
     if code == -1 and _cancel_reason(args.job) is not None and not args.follow:
         code = 143  # stopped before it started here
-    _trailer(code, _cancel_reason(args.job) is not None)
+    _trailer(code, _cancel_reason(args.job))
     return 0
 
 

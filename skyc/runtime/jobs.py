@@ -207,6 +207,8 @@ async def _stages(session: ClusterSession, spec: JobSpec, job_id: int, log: JobL
         nodes, failed = await all_nodes(agents, job_id, phase("run", command, False))
         return result("FAILED" if failed else "RUNNING", nodes, failed)
     nodes, failed = await all_nodes(agents, job_id, phase("run", command, True))
+    if failed and any(a.cancelled.get(job_id) == "user" for a in agents):
+        return result("CANCELLED", nodes, failed)  # `skyc cancel` while it was followed
     return result("FAILED" if failed else "SUCCEEDED", nodes, failed)
 
 

@@ -56,11 +56,21 @@ def parse_trailer(res: CommandResult, what: str, node: str) -> int:
 
 def read_trailer(res: CommandResult, what: str, node: str) -> tuple[int, bool]:
     """(exit code, whether the job was cancelled on that node) from the agent's trailer."""
+    code, reason = read_trailer_reason(res, what, node)
+    return code, reason is not None
+
+
+def read_trailer_reason(res: CommandResult, what: str, node: str) -> tuple[int, str | None]:
+    """(exit code, why the job was stopped on that node: user, peer, abort; None when it
+    was not) from the agent's trailer (an older agent gives no reason: "user")."""
     text = res.stderr.decode("utf-8", "replace")
     lines = text.rstrip("\n").splitlines()
     if lines and lines[-1].startswith(agent_module.EXIT_TRAILER):
         words = lines[-1].split()
-        return int(words[1]), "cancelled" in words[2:]
+        if "cancelled" not in words[2:]:
+            return int(words[1]), None
+        after = words[words.index("cancelled") + 1:]
+        return int(words[1]), after[0] if after else "user"
     detail = "\n".join(ln for ln in lines if ln.strip())[-2000:]
     raise TransportError(
         f"node {node}: {what} ended without a result (exit status {res.exit_code})"
@@ -101,6 +111,9 @@ class NodeAgent:
         self.python = python
         self.label = node_label(transport)
         self.setup_hash = ""
+        # job id -> why it was stopped on this node (user, peer, abort), as its phase
+        # ended while followed
+        self.cancelled: dict[int, str] = {}
         self.probed: dict[str, str] = {}
 
     @property
@@ -210,7 +223,10 @@ class NodeAgent:
         if force:
             args += " --force"
         spec = agent_module.encode_run_spec(command, env, cwd)
-        code, _ = await self._streaming(args, spec, on_stdout, phase)
+        res = await self.call(args, stdin=spec, on_stdout=on_stdout)
+        code, reason = read_trailer_reason(res, phase, self.name)
+        if reason is not None:
+            self.cancelled[job_id] = reason
         return code
 
     async def tail(self, job_id: int, follow: bool,

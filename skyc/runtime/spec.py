@@ -81,7 +81,7 @@ class JobResult(_Model):
 
     cluster: str
     job_id: int
-    status: str                  # SUCCEEDED | FAILED | FAILED_SETUP | RUNNING (detached)
+    status: str  # SUCCEEDED | FAILED | FAILED_SETUP | CANCELLED | RUNNING (detached)
     nodes: list[NodeResult]
     failed_node: str | None = None
     log_dir: str
@@ -101,6 +101,8 @@ class JobResult(_Model):
         return 1
 
     def describe_failure(self) -> str:
+        if self.status == "CANCELLED":
+            return f"job {self.job_id} on cluster {self.cluster} was cancelled"
         for n in self.nodes:
             if n.node == self.failed_node:
                 phase = "setup" if self.status == "FAILED_SETUP" else "run"
