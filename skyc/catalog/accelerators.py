@@ -7,6 +7,7 @@ Canonical names are SkyPilot's (``A100-80GB``, ``H100``, ``L40S``, ``tpu-v5litep
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # Memory per accelerator (GiB) for catalogs whose GpuInfo does not carry it
 # (Azure, GCP TPUs). Figures are the vendors' published HBM/GDDR sizes.
@@ -80,3 +81,12 @@ def gpu_info_memory_gib(gpu_info: str) -> float | None:
     if m is None:
         return None
     return round(int(m.group(1)) / 1024, 3)
+
+
+def nearest_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The known names closest to ``name`` (a did-you-mean), case aside."""
+    import difflib
+
+    lowered = {k.lower(): k for k in sorted(known)}
+    return [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=n,
+                                                          cutoff=0.3)]

@@ -87,6 +87,12 @@ class Catalog:
     def canonical_accelerator(self, name: str) -> str | None:
         return canonical_name(name, self.accelerator_names())
 
+    def places(self, cloud: str) -> set[tuple[str, str | None]] | None:
+        """Every (region, zone) the cloud's offers are priced in; None for a cloud
+        without a price catalog here (fixed machines, Kubernetes contexts)."""
+        table = self.table(cloud)
+        return None if table is None else table.places()
+
     @staticmethod
     def egress_cost(src: Offer, dst: Offer, gb: float) -> float:
         return egress.egress_cost(src.cloud, src.region, dst.cloud, dst.region, gb)

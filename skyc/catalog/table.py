@@ -88,6 +88,15 @@ class CloudTable:
         self.accelerators = accelerators if accelerators is not None else []
         self._medians: dict[tuple[str, str | None, float], float | None] = {}
 
+    def places(self) -> set[tuple[str, str | None]]:
+        """Every (region, zone) an offer of this cloud is priced in."""
+        found: set[tuple[str, str | None]] = set()
+        for t in self.types:
+            found.update((row[0], row[1]) for row in t.rows)
+        for a in self.accelerators:
+            found.update((row[0], row[1]) for row in a.rows)
+        return found
+
     def accelerator_names(self) -> set[str]:
         names = {t.accelerator for t in self.types if t.accelerator}
         return names | {a.name for a in self.accelerators}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +32,9 @@ def _split(name: str) -> tuple[str, float | None]:
 
 
 def _nearest(name: str, cat: Catalog) -> list[str]:
-    known = sorted(set(cat.accelerator_names().values()))
-    lowered = {k.lower(): k for k in known}
-    return [lowered[m] for m in difflib.get_close_matches(name.lower(), list(lowered), n=3,
-                                                          cutoff=0.3)]
+    from skyc.catalog.accelerators import nearest_names
+
+    return nearest_names(name, set(cat.accelerator_names().values()))
 
 
 def _summary_rows(offers: list[Offer], names: list[str]) -> list[tuple[str, ...]]:

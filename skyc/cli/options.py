@@ -30,7 +30,16 @@ def one_infra(values: Sequence[str]) -> str | None:
     if not given:
         return None
     head, sep, rest = given[0].strip().partition("/")
-    return head.lower() + sep + rest
+    where = head.lower() + sep + rest
+    from skyc.task._parse import parse_infra
+
+    try:  # the task format's own infra syntax: the same words and did-you-mean
+        parse_infra(where)
+    except ValueError as exc:
+        raise ConfigError(f"--infra {given[0]}: {exc}",
+                          hint="CLOUD[/REGION[/ZONE]], as in SkyPilot: e.g. --infra "
+                          "aws/us-east-1; `skyc check` lists the infra enabled here") from None
+    return where
 
 
 def check_choice(flag: str, value: str, choices: Sequence[str]) -> str:

@@ -46,6 +46,22 @@ def _nearest(offers: Sequence[Offer], spot: bool, n: int = 3) -> str:
     return "; ".join(out)
 
 
+def _unknown_region(catalog: CatalogLike, cloud: str | None, region: str | None) -> str | None:
+    """A region the cloud's catalog does not know at all, with the nearest names."""
+    from skyc.catalog.accelerators import nearest_names
+
+    places_of = getattr(catalog, "places", None)
+    if cloud is None or region is None or places_of is None:
+        return None
+    places = places_of(cloud)
+    regions = {r for r, _ in places or ()}
+    if not regions or region in regions:
+        return None
+    near = nearest_names(region, regions)
+    return (f"unknown region '{region}' for {cloud}"
+            + (f" (did you mean {', '.join(near)}?)" if near else ""))
+
+
 def reason(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike,
            blocked: Sequence[Blocked], infra: tuple[str | None, str | None, str | None]) -> str:
     """One sentence: what cannot be met, and what is nearest."""
@@ -93,6 +109,9 @@ def reason(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike,
         return f"no spot offer for {describe(cand)}; on demand: {_nearest(everywhere, False)}"
     here = matching_offers(q._replace(cheapest=None), cand, catalog)
     if not here:
+        unknown = _unknown_region(catalog, where[0], where[1])
+        if unknown:
+            return unknown
         return (f"no offer for {describe(cand, where=False)} in "
                 f"{'/'.join(p for p in where if p)}; nearest "
                 f"elsewhere: {_nearest(everywhere, spot)}")

@@ -51,12 +51,7 @@ def build_query(cand: ResourceCandidate, catalog: CatalogLike,
     if acc is not None and acc.name is not None:
         name = catalog.canonical_accelerator(acc.name)
         if name is None:
-            known = sorted(set(catalog.accelerator_names().values()))
-            raise InfeasibleError(
-                f"no accelerator named '{acc.name}' in the catalog of the infra considered "
-                f"({', '.join(catalog.clouds) or 'none'}); known: {', '.join(known[:30]) or '-'}",
-                hint="name the infra (--infra aws) or set up credentials (skyc check)",
-            )
+            raise unknown_accelerator(acc.name, catalog)
     return OfferQuery(
         cloud=where[0], region=where[1], zone=where[2], instance_type=cand.instance_type,
         accelerator=name,
@@ -67,6 +62,32 @@ def build_query(cand: ResourceCandidate, catalog: CatalogLike,
         cheapest="spot" if cand.use_spot else "price",
         any_accelerator=acc is None and cand.instance_type is not None,
     )
+
+
+def unknown_accelerator(asked: str, catalog: CatalogLike) -> InfeasibleError:
+    """Why an accelerator name matched nothing: clouds that offer it are not among the
+    infra considered (no credentials here), or no cloud has it (the nearest names)."""
+    from skyc.catalog import load_catalog
+    from skyc.catalog.accelerators import nearest_names
+
+    considered = ", ".join(catalog.clouds) or "none"
+    everywhere = load_catalog()
+    canonical = everywhere.canonical_accelerator(asked)
+    if canonical is not None:
+        offering = sorted(c for c in everywhere.clouds
+                          if (t := everywhere.table(c)) is not None
+                          and canonical in t.accelerator_names())
+        return InfeasibleError(
+            f"{canonical} is offered by {', '.join(offering)}, none of which is enabled "
+            f"here (infra considered: {considered})",
+            hint=f"set up credentials for one of them (`skyc check` shows what is enabled "
+            f"and why), or plan without credentials with --infra {offering[0]}")
+    near = nearest_names(asked, {*catalog.accelerator_names().values(),
+                                 *everywhere.accelerator_names().values()})
+    return InfeasibleError(
+        f"no accelerator named '{asked}' in the catalog"
+        + (f" (did you mean {', '.join(near)}?)" if near else ""),
+        hint="`skyc show-gpus -a` lists every accelerator")
 
 
 def _cpu_only(cand: ResourceCandidate) -> bool:
