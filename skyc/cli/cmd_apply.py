@@ -51,7 +51,9 @@ Job records are kept as they were.
 
 def apply_cmd(
     task_file: Path = typer.Argument(
-        ..., metavar="TASK", help="Task YAML, or a plan file saved by `skyc plan -o FILE`."),
+        ..., metavar="TASK|COMMAND",
+        help="Task YAML, a plan file saved by `skyc plan -o FILE`, or a command in quotes "
+        "('python train.py', run as the task's run section)."),
     cluster: str | None = typer.Option(
         None, "-c", "--cluster", metavar="CLUSTER",
         help="Cluster name (default: the task's name)."
@@ -141,15 +143,19 @@ def apply_cmd(
             policy_file, allow_policy_violations,
             ask=None if yes or not sys.stdin.isatty() else _ask_again)
         return
+    from skyc.task.inline import inline_task, is_task_file
     from skyc.task.overrides import resource_overrides
 
-    task_set = load_tasks(
-        task_file, env=env_values(env_file, env), secrets=parse_secret_flags(secret),
-        require_values=True,
-        overrides=resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
-                                       instance_type=instance_type, disk_size=disk_size,
-                                       use_spot=use_spot, num_nodes=num_nodes),
-    )
+    overrides = resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
+                                   instance_type=instance_type, disk_size=disk_size,
+                                   use_spot=use_spot, num_nodes=num_nodes)
+    if is_task_file(str(task_file)):
+        task_set = load_tasks(task_file, env=env_values(env_file, env),
+                              secrets=parse_secret_flags(secret), require_values=True,
+                              overrides=overrides)
+    else:  # `skyc launch -c NAME 'cmd'`, as `sky launch -c NAME 'cmd'`
+        task_set = inline_task(str(task_file), env=env_values(env_file, env),
+                               secrets=parse_secret_flags(secret), overrides=overrides)
     from skyc.cli.output import print_warning
 
     for warning in task_set.warnings:

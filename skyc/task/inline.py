@@ -1,4 +1,5 @@
-"""A task given on the command line (``skyc exec CLUSTER 'cmd'``), not in a file."""
+"""A task given on the command line (``skyc exec CLUSTER 'cmd'``, ``skyc launch -c
+CLUSTER 'cmd'``), not in a file."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def inline_task(command: str, *, env: Mapping[str, str] | None = None,
     if not command.strip():
         from skyc.errors import ConfigError
 
-        raise ConfigError("exec: the command is empty",
-                          hint="give a task file or a command, e.g. skyc exec CLUSTER 'nvidia-smi'")
+        raise ConfigError("the command is empty",
+                          hint="give a task file or a command, e.g. skyc exec CLUSTER "
+                          "'nvidia-smi' or skyc launch -c CLUSTER 'nvidia-smi'")
     doc: dict[str, object] = {"run": command}
     if env:
         doc["envs"] = dict(env)
