@@ -241,11 +241,6 @@ def _pool_problems(task: Task, shown: str, lines: LineMap) -> list[SpecProblem]:
     if task.pool is None:
         return []
     out = []
-    if task.run is not None:
-        out.append(SpecProblem(
-            file=shown, path="run", line=lines.get(("run",)),
-            message="a pool's task has no run section (jobs submitted to the pool run); "
-                    "move the commands to setup or to the job's own task file"))
     if task.service is not None:
         out.append(SpecProblem(
             file=shown, path="service", line=lines.get(("service",)),
@@ -303,6 +298,14 @@ def load_tasks(
         )
         (errors if require_values else warnings).extend(found)
         errors += _pool_problems(task, shown, lines)
+        if task.pool is not None and task.run is not None:
+            # As SkyPilot: a pool's workers only set up; the jobs submitted to it run.
+            warnings.append(SpecProblem(
+                file=shown, path="run", line=lines.get(("run",)), severity="warning",
+                message="a pool's workers run no run section (the jobs submitted to the "
+                        "pool do): it is ignored; move the commands to setup or to the "
+                        "job's own task file"))
+            task = task.model_copy(update={"run": None})
         if task.service is not None:
             warnings.append(SpecProblem(
                 file=shown, path="service", line=lines.get(("service",)), severity="warning",

@@ -58,7 +58,6 @@ def test_pool_is_validated_and_refused_at_apply(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("body", "needle"), [
-    ("pool:\n  workers: 2\nrun: echo\n", "run: a pool's task has no run section"),
     ("pool:\n  workers: -1\n", "pool.workers"),
     ("pool:\n  size: 2\n", "pool.size: unknown field"),
     ("pool:\n  min_workers: 3\n  max_workers: 1\n", "at least min_workers"),
@@ -80,3 +79,14 @@ def test_relative_file_mount_targets_go_under_the_workdir(tmp_path: Path) -> Non
 def test_a_file_mount_target_may_not_leave_the_workdir(tmp_path: Path) -> None:
     problems = _load(tmp_path, "file_mounts:\n  ../up: /tmp\nrun: x\n")
     assert len(problems) == 1 and "leaves ~/sky_workdir" in problems[0]
+
+
+def test_a_pools_run_section_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    """As SkyPilot: a pool's workers only run setup, so `run` is warned about and
+    dropped, not refused."""
+    path = tmp_path / "pool.yaml"
+    path.write_text("pool:\n  workers: 2\nsetup: echo ready\nrun: echo work\n")
+    loaded = load_tasks(path)
+    assert loaded.tasks[0].run is None and loaded.tasks[0].setup == "echo ready"
+    [warning] = [w for w in loaded.warnings if w.path == "run"]
+    assert "it is ignored" in warning.message and warning.line == 4
