@@ -155,22 +155,24 @@ def _job_doc(store: Any, job: Any) -> dict[str, Any]:
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+    """The queue, fitted to the terminal: lesser columns (controller, restarts, cost,
+    submitted time, recoveries) go first, so no cell is ever cut short."""
+    from skyc.cli.output import fitted_table, print_table
 
-    from skyc.cli.output import console
-
-    table = Table("ID", "NAME", "STATUS", "SUBMITTED", "DURATION", "RECOVERIES", "RESTARTS",
-                  "CLUSTER", "COST", "CONTROLLER", box=None, pad_edge=False)
+    columns = ("ID", "NAME", "STATUS", "SUBMITTED", "DURATION", "RECOVERIES", "RESTARTS",
+               "CLUSTER", "COST", "CONTROLLER")
     now = time.time()
+    cells = []
     for r in rows:
         when = datetime.datetime.fromtimestamp(r["submitted_at"]).strftime("%Y-%m-%d %H:%M")
         start = r["started_at"]
         took = "-" if start is None else f"{(r['ended_at'] or now) - start:.0f}s"
-        table.add_row(str(r["id"]), escape(r["name"] or "-"), r["status"], when, took,
-                      str(r["recoveries"]), str(r["restarts"]), escape(r["cluster"] or "-"),
-                      f"${r['cost']:.4f}", r["controller"] or "-")
-    console.print(table)
+        cells.append((str(r["id"]), r["name"] or "-", r["status"], when, took,
+                      str(r["recoveries"]), str(r["restarts"]), r["cluster"] or "-",
+                      f"${r['cost']:.4f}", r["controller"] or "-"))
+    print_table(fitted_table(None, columns, cells, right=("ID", "COST"),
+                             drop=("CONTROLLER", "RESTARTS", "COST", "SUBMITTED",
+                                   "RECOVERIES", "CLUSTER")))
 
 
 @jobs_app.command("logs")
