@@ -137,11 +137,15 @@ def show_gpus(
         return
     cols = ("accelerator", "count", "cloud", "instance", "GiB/acc", "vCPUs", "$/hr/node",
             "spot $/hr/node", "region" if all_regions else "regions")
-    print_table(fitted_table(None, cols, _detail_rows(offers, all_regions, cat),
-                             right=("$/hr/node", "spot $/hr/node"),
-                             drop=("GiB/acc", "vCPUs", "regions", "spot $/hr/node")))
-    print_text("prices: the lowest per row, USD per hour for one node; "
-               + ("one row per region" if all_regions else "regions: how many offer it"))
+    table = fitted_table(None, cols, _detail_rows(offers, all_regions, cat),
+                         right=("$/hr/node", "spot $/hr/node"),
+                         drop=("GiB/acc", "vCPUs", "regions", "spot $/hr/node"))
+    print_table(table)
+    shown = {str(c.header) for c in table.columns}
+    # The footer explains only the columns the table kept at this width.
+    print_text("prices: the lowest per row, USD per hour for one node"
+               + ("; one row per region" if all_regions else
+                  "; regions: how many offer it" if "regions" in shown else ""))
 
 
 def register(app: typer.Typer) -> None:

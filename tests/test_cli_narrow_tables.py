@@ -1,4 +1,5 @@
-"""`skyc jobs queue` at 80 columns drops lesser columns instead of cutting cells."""
+"""Tables at 80 columns drop lesser columns instead of cutting cells, and say only what
+they show (jobs queue, show-gpus)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,12 @@ def test_queue_fits_80_columns_with_whole_cells(home: Path) -> None:
     assert "a-long-training-run" in out.stdout
     wide = skyc(home, "jobs", "queue", COLUMNS="200")
     assert "CONTROLLER" in wide.stdout and "CONTROLLER" not in out.stdout
+
+
+def test_show_gpus_footer_explains_only_the_columns_shown(home: Path) -> None:
+    narrow = skyc(home, "show-gpus", "H100:8", COLUMNS="80")
+    assert narrow.returncode == 0, narrow.stderr
+    assert " regions" not in narrow.stdout.splitlines()[1]  # the header row
+    assert "regions:" not in narrow.stdout
+    wide = skyc(home, "show-gpus", "H100:8", COLUMNS="200")
+    assert "regions: how many offer it" in wide.stdout
