@@ -99,8 +99,11 @@ def autostop_cmd(
         assert idle_minutes is not None
         plan = plan_cluster_autostop(info, down)
         set_cluster_autostop(info, plan, (idle_minutes, down, wait_for), db)
-    print_line(f"cluster {cluster}: {'torn down' if down else 'stopped'} after "
-               f"{idle_minutes:g} idle minute(s)")
+    waits = {None: "", "jobs_and_ssh": " (no job running and no SSH session)",
+             "jobs": " (no job running)", "none": " (whatever runs)"}[wait_for]
+    print_line(f"cluster {cluster}: autostop set: it will be {'torn down' if down else 'stopped'}"
+               f" once idle for {idle_minutes:g} minute(s){waits}; cancel with: "
+               f"skyc autostop {cluster} --cancel")
 
 
 def stop_cmd(
