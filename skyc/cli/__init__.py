@@ -44,8 +44,30 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", help="Also show the warnings of the libraries skyc uses (for "
+        "example asyncssh's about DSA keys); SKYC_VERBOSE=1 does the same."),
 ) -> None:
     """skyc: task YAML -> plan -> stacks -> running job."""
+    if verbose:
+        os.environ["SKYC_VERBOSE"] = "1"
+
+
+def _quiet_library_warnings() -> None:
+    """Warnings raised by third-party code (a library's deprecation notice, two lines of
+    its source) are not the user's business: shown only with --verbose / SKYC_VERBOSE=1.
+    skyc's own warnings are printed as skyc prints everything else."""
+    import warnings
+
+    shown = warnings.showwarning
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        if os.path.abspath(filename).startswith(package) or os.environ.get("SKYC_VERBOSE"):
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
 
 
 # The order `skyc --help` lists commands in: the pipeline's order, then the rest.
@@ -290,6 +312,7 @@ def main() -> None:
     from skyc.settings.home import use_private_umask
 
     use_private_umask()
+    _quiet_library_warnings()
     code = _run()
     _before_exit()
     sys.exit(code)
