@@ -120,8 +120,10 @@ def apply_cmd(
 ) -> None:
     from skyc.apply.failover import FailoverPolicy
     from skyc.apply.launch import LaunchOptions, launch
+    from skyc.cli.plan_stacks import policy_constraint
     from skyc.cli.report import ConsoleReporter
     from skyc.errors import ConfigError
+    from skyc.settings.config import load_config
     from skyc.task import load_tasks, parse_secret_flags
 
     check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
@@ -143,13 +145,13 @@ def apply_cmd(
             policy_file, allow_policy_violations,
             ask=None if yes or not sys.stdin.isatty() else _ask_again)
         return
-    from skyc.task.inline import inline_task, is_task_file
+    from skyc.task.inline import TASK_SUFFIXES, inline_task, is_task_file
     from skyc.task.overrides import resource_overrides
 
     overrides = resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
                                    instance_type=instance_type, disk_size=disk_size,
                                    use_spot=use_spot, num_nodes=num_nodes)
-    if is_task_file(str(task_file)):
+    if is_task_file(str(task_file), (*TASK_SUFFIXES, ".skyc")):
         task_set = load_tasks(task_file, env=env_values(env_file, env),
                               secrets=parse_secret_flags(secret), require_values=True,
                               overrides=overrides)
@@ -171,6 +173,7 @@ def apply_cmd(
         engine=engine,
         idle_minutes=idle_minutes,
         admit=_policy_gate(policy_file, task_file, task_set.tasks, allow_policy_violations),
+        allowed=policy_constraint(policy_file, task_file, load_config()),
     )
     result = launch(task_set.tasks, opts, ConsoleReporter())
     refresh_ssh_config()

@@ -13,11 +13,14 @@ from skyc.task.overrides import apply_to_document
 TASK_SUFFIXES = (".yaml", ".yml")
 
 
-def is_task_file(text: str) -> bool:
-    """Whether ``text`` names a task file (an existing file, or a ``.yaml``/``.yml``
-    path) rather than a command to run."""
+def is_task_file(text: str, suffixes: tuple[str, ...] = TASK_SUFFIXES) -> bool:
+    """Whether ``text`` names a file (anything that exists at that path, so a FIFO or a
+    device is refused by the file reader, not run; or a path ending in one of
+    ``suffixes``) rather than a command to run."""
+    import os
+
     path = Path(text).expanduser()
-    return path.suffix.lower() in TASK_SUFFIXES or path.is_file()
+    return path.suffix.lower() in suffixes or os.path.lexists(path)
 
 
 def inline_task(command: str, *, env: Mapping[str, str] | None = None,
