@@ -86,6 +86,9 @@ class LaunchOptions:
     # Called with (cluster, placement) before each attempt (the first and every
     # failover re-target); raises to refuse it (the policy gate).
     admit: Callable[[str, Placement], None] | None = None
+    # A constraint on placements (the policy's rules a placement decides): the optimizer
+    # places on what it allows; why it refuses one (None: allowed).
+    allowed: Callable[[Placement], str | None] | None = None
 
 
 @dataclass
@@ -140,6 +143,7 @@ def make_plan(
         blocked=blocked,
         target=opts.target,  # type: ignore[arg-type]
         infra=opts.infra,
+        allowed=opts.allowed,
     )
 
 

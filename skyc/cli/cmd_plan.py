@@ -368,14 +368,19 @@ def plan_cmd(
     config = load_config()
     scope = plan_scope(config, tasks, infra=where, catalog_dir=catalog, fall_back=True)
     cat = catalog_for(config, tasks, infra=where, catalog_dir=catalog, scope=scope)
+    from skyc.cli.plan_stacks import policy_constraint
+
+    excluded: list[str] = []
     plan = run_optimizer(tasks, cat, target="time" if optimize == "time" else "cost",
-                         infra=where, edges=[] if parallel else None)
+                         infra=where, edges=[] if parallel else None,
+                         allowed=policy_constraint(policy_file, task_file, config),
+                         report=lambda task, note: excluded.append(f"{task}: {note}"))
     _check_node_limits(plan)
     from skyc.cli.plan_cost import durations_of
     from skyc.optimizer.pipeline_cost import run_cost
 
     run = run_cost(plan, durations_of(tasks), "parallel" if parallel else "serial")
-    lines = scope_lines(scope)
+    lines = scope_lines(scope) + [f"policy: {note}" for note in excluded]
     cheaper = cheaper_elsewhere(tasks, plan, scope, config, infra=where, catalog_dir=catalog,
                                 target=optimize, parallel=parallel)
     if cheaper:

@@ -238,6 +238,20 @@ def save_plan(
                "values of the stacks: keep it as you keep their state)", err=True)
 
 
+def policy_constraint(explicit: Path | None, task_file: Path, config: SkycConfig
+                      ) -> Callable[[Placement], str | None] | None:
+    """The policy that applies to ``task_file`` as a constraint of the optimizer (None
+    when no policy applies): it places on what the policy allows."""
+    from skyc.review.policy_file import find_policy
+
+    path = find_policy(explicit, task_file, config.policy)
+    if path is None:
+        return None
+    from skyc.review.policy import load_policy, placement_allowed
+
+    return placement_allowed(load_policy(path))
+
+
 def check_policy(
     explicit: Path | None, task_file: Path, tasks: list[Task], plan: Plan, names: list[str],
     config: SkycConfig,

@@ -9,6 +9,7 @@ from skyc.optimizer.blocked import Blocked, parse_infra
 from skyc.optimizer.chain import Weight, solve_chain
 from skyc.optimizer.choice import Choice, Target
 from skyc.optimizer.concurrency import peak_tasks
+from skyc.optimizer.constraints import Allowed, Report, admitted
 from skyc.optimizer.dag import solve_dag
 from skyc.optimizer.durations import run_reason, task_duration, with_run_hours
 from skyc.optimizer.explain import infeasible
@@ -86,10 +87,13 @@ def place(options: Sequence[Sequence[Choice]], edges: Sequence[tuple[int, int]],
 def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
              blocked: Sequence[Blocked] = (), target: Target = "cost",
              infra: str | None = None, edges: Sequence[tuple[int, int]] | None = None,
-             durations: Sequence[StepDuration | None] | None = None) -> Plan:
+             durations: Sequence[StepDuration | None] | None = None,
+             allowed: Allowed | None = None, report: Report | None = None) -> Plan:
     """Place every task. ``edges`` None = a chain in list order. ``durations`` None =
     each task's own ``duration`` (``_metadata.skyc.duration``), if it has one; with
-    every task's known, the whole run is minimised (see ``durations``)."""
+    every task's known, the whole run is minimised (see ``durations``). ``allowed``: a
+    constraint on placements (a policy, see :mod:`skyc.optimizer.constraints`);
+    ``report(task, note)`` hears which better offers it excluded."""
     if target not in ("cost", "time"):
         raise ConfigError(f"--optimize must be cost or time, not '{target}'")
     where = parse_infra(infra)
@@ -99,11 +103,14 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
     names = [t.name or f"task-{i}" for i, t in enumerate(tasks)]
     all_choices: list[list[Choice]] = []
     options: list[list[Choice]] = []
+    notes: list[str | None] = [None] * n
     for i, task in enumerate(tasks):
         cands = list(task.candidates())
         choices = task_choices(cands, task.num_nodes, catalog, blocked=blocked, infra=where)
         if not choices:
             raise infeasible(names[i], cands, task.num_nodes, catalog, blocked, where)
+        if allowed is not None:
+            choices, notes[i] = admitted(names[i], choices, allowed, target, report)
         all_choices.append(choices)
         top = top_preference(choices)
         options.append(sorted(best_per_location(top, target).values(),
@@ -126,7 +133,8 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
         plans.append(TaskPlan(
             name=names[i], placement=chosen.placement(),
             alternatives=[c.placement() for c in alts],
-            reason=_reason(chosen, all_choices[i], target, n > 1 and any(gb)),
+            reason=_reason(chosen, all_choices[i], target, n > 1 and any(gb))
+            + (f"; {notes[i]}" if notes[i] else ""),
         ))
     peak = peak_tasks([c.hourly_cost for c in picks], edge_list)
     held = peak_tasks([t.placement.total_accelerators for t in plans], edge_list)

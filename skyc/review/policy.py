@@ -25,7 +25,7 @@ task's ``team`` label or the team listing the user as a member.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -158,6 +158,22 @@ def check_placement(policy: Policy, item: Planned) -> list[Violation]:
         bad("allowed_instance_families", f"{p.instance_type} (family "
             f"{family(p.instance_type)}) is not an allowed family ({', '.join(fams)})")
     return out
+
+
+# The rules a placement decides (the others are the task's: its labels).
+PLACEMENT_RULES = frozenset({"allowed_clouds", "allowed_regions", "max_hourly_cost_per_cluster",
+                             "max_accelerators_per_cluster", "spot",
+                             "allowed_instance_families"})
+
+
+def placement_allowed(policy: Policy) -> Callable[[Placement], str | None]:
+    """The policy as a constraint of the optimizer: why a placement breaks one of the
+    rules a placement decides (None: it breaks none)."""
+    def allowed(placement: Placement) -> str | None:
+        found = check_placement(policy, Planned(cluster="", placement=placement))
+        why = [f"{v.rule}: {v.message}" for v in found if v.rule in PLACEMENT_RULES]
+        return why[0] if why else None
+    return allowed
 
 
 def evaluate(policy: Policy, planned: Sequence[Planned], usage: Usage,

@@ -1,0 +1,41 @@
+"""Constraints on placements from outside the catalog (a team's policy): offers a
+constraint refuses are not chosen, and what better offers it excluded is said.
+
+The optimizer knows no policy: the caller passes ``allowed(placement)``, which returns
+why a placement is refused (None: allowed). When a task allows no offer at all (it pins
+something the policy refuses), its offers stay as they were: the plan is made, and the
+policy's own check reports the violation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from skyc.optimizer.choice import Choice, Target
+from skyc.optimizer.plan import Placement
+
+Allowed = Callable[[Placement], "str | None"]
+Report = Callable[[str, str], None]  # (task name, what the constraint excluded)
+
+
+def admitted(name: str, choices: Sequence[Choice], allowed: Allowed, target: Target,
+             report: Report | None = None) -> tuple[list[Choice], str | None]:
+    """The choices ``allowed`` keeps, and a note naming the better ones it excluded
+    (None when it excluded none better than what it kept)."""
+    verdicts = [(c, allowed(c.placement())) for c in choices]
+    kept = [c for c, why in verdicts if why is None]
+    if not kept:
+        return list(choices), None
+    best = min(c.key(target) for c in kept)
+    better = sorted(((c, why) for c, why in verdicts if why is not None and c.key(target) < best),
+                    key=lambda cw: cw[0].key(target))
+    if not better:
+        return kept, None
+    top, why = better[0]
+    o = top.offer
+    note = (f"the policy excluded {len(better)} better offer(s); the best of them: "
+            f"{o.infra} {o.instance_type or ''} at ${top.hourly_cost:.4f}/hr total ({why})"
+            ).replace("  ", " ")
+    if report is not None:
+        report(name, note)
+    return kept, note
