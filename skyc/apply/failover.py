@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from skyc.errors import (
+    Cancelled,
+    EngineInterrupted,
     FailoverExhausted,
     InfeasibleError,
+    Interrupted,
     ProvisionError,
     ProvisionFailure,
     SkycError,
@@ -155,6 +158,10 @@ def provision_with_failover(
                 on_attempt(attempt, nxt)
             placement = nxt
             continue
+        except (EngineInterrupted, Interrupted, Cancelled):
+            # Stopped on request (Ctrl-C, a cancelled managed job): what exists stays in
+            # the engine's state, for the caller to resume or tear down.
+            raise
         except Exception as exc:
             # Not a classified provisioning error (an engine that crashed, a bug, a
             # state that could not be written): nothing to fail over to, but what the

@@ -275,3 +275,22 @@ def test_an_unexpected_exception_is_cleaned_up_and_raised_as_it_was() -> None:
             next_placement=_next,
         )
     assert cleaned == ["use1-az1"]
+
+
+def test_an_interrupted_attempt_is_left_for_the_caller() -> None:
+    """Ctrl-C or a cancelled managed job stops the engine: what exists stays in its
+    state (to resume, or for the controller to tear down), and the error is raised as
+    it was."""
+    from skyc.errors import EngineInterrupted
+
+    cleaned: list[str | None] = []
+
+    def provision(p: Placement) -> str:
+        raise EngineInterrupted("terraform apply was stopped")
+
+    with pytest.raises(EngineInterrupted):
+        provision_with_failover(
+            _next([]), provision=provision, cleanup=lambda p: cleaned.append(p.zone),
+            next_placement=_next,
+        )
+    assert cleaned == []
