@@ -507,6 +507,12 @@ def _run(
         on_line=None if log_bytes is not None else reporter.log_line,
         rerun_setup=opts.rerun_setup, detach=opts.detach, on_start=recorder.started,
     )
+    if opts.detach and result.status == "RUNNING":
+        from skyc.runtime.watch import start_watcher
+
+        # As `exec -d`: the job's end reaches the state when it ends, so status, queue
+        # and logs agree without asking the nodes.
+        start_watcher(info, result.job_id, Path(result.log_dir))
     failure = None if result.ok else result.describe_failure()
     recorder.finished(result)
     return result.exit_code, result.job_id, failure

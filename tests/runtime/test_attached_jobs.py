@@ -98,3 +98,25 @@ def test_a_job_cancelled_while_followed_is_recorded_cancelled(
     assert proc.returncode != 0
     assert f"job {job_id} on cluster att was cancelled" in err, err
     assert _status(home, job_id) == "CANCELLED"
+
+
+def test_a_detached_apply_records_the_jobs_end_without_queue(tmp_path: Path) -> None:
+    """`apply -d` starts the same watcher as `exec -d`: status sees the job end with no
+    `skyc queue` in between."""
+    home = tmp_path / "home"
+    task = tmp_path / "d.yaml"
+    task.write_text("name: det\nresources: {infra: local}\nrun: sleep 1; echo done\n")
+    out = _skyc(home, "apply", str(task), "--yes", "-d")
+    assert out.returncode == 0, out.stderr
+    try:
+        deadline = time.monotonic() + 60
+        last = None
+        while time.monotonic() < deadline:
+            doc = json.loads(_skyc(home, "status", "--format", "json").stdout)
+            last = doc["clusters"][0]["last_job"]
+            if last and last["status"] != "RUNNING":
+                break
+            time.sleep(0.5)
+        assert last is not None and last["status"] == "SUCCEEDED", last
+    finally:
+        _skyc(home, "down", "det", "--yes")
