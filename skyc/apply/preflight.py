@@ -77,6 +77,49 @@ def check_task(task: Task) -> None:
         raise Refused(_subject(task), problems)
 
 
+def check_autostop(cluster: str, *, down: bool, stop_start: bool,
+                   creates_resources: bool) -> None:
+    """Refuse, before anything is created, autostop that the target cannot carry out."""
+    if not creates_resources:
+        raise UnsupportedFeature(
+            f"cluster {cluster}: its nodes are existing machines (an SSH pool); skyc "
+            "cannot stop or remove them, so autostop is not available",
+            hint=f"run `skyc destroy {cluster}` when done")
+    if not stop_start and not down:
+        raise UnsupportedFeature(
+            f"cluster {cluster}: its nodes cannot be stopped, only torn down",
+            hint="use autostop with --down (resources.autostop: {down: true})")
+    if stop_start and down:
+        raise UnsupportedFeature(
+            f"cluster {cluster}: autostop --down is not available on this target yet "
+            "(a node can stop itself, not delete its cluster's stack)",
+            hint="use autostop without --down (the instances stop, their disks are kept), "
+            "or `skyc destroy` when done")
+
+
+
+
+def autostop_problem(task: Task, cluster: str, cloud: str, idle_minutes: float | None = None,
+                     down: bool = False) -> str | None:
+    """What apply would say when it refuses the task's autostop on ``cloud`` (``-i`` /
+    ``--down`` as given, else the task's ``resources.autostop``); None when it would not.
+    Plan says it too, in the same words."""
+    from skyc.compiler import target
+
+    if idle_minutes is None:
+        auto = task.resources.autostop
+        if auto is None or not auto.enabled:
+            return None
+        down = bool(auto.down) or down
+    caps = target(cloud).capabilities
+    try:
+        check_autostop(cluster, down=down, stop_start=caps.stop_start,
+                       creates_resources=caps.creates_resources)
+    except UnsupportedFeature as exc:
+        return str(exc) + (f" ({exc.hint})" if exc.hint else "")
+    return None
+
+
 def node_limit_problem(cloud: str, num_nodes: int) -> str | None:
     """Why ``num_nodes`` is more than the target allows (None: within its limit, or the
     target is one skyc cannot provision, which :func:`placement_problems` names)."""

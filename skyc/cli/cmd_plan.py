@@ -32,6 +32,7 @@ from skyc.cli.plan_stacks import plan_stacks, print_stacks
 if TYPE_CHECKING:
     from skyc.optimizer.pipeline_cost import RunCost
     from skyc.optimizer.plan import Placement, Plan
+    from skyc.task import Task
 
 _OPTIMIZE_HELP = (
     "cost: cheapest hourly price x num_nodes (spot price when use_spot). "
@@ -64,7 +65,8 @@ def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None,
     field), ``hourly_cost_total`` (the same) and ``hourly_cost_per_node``.
     ``stacks`` (one entry per cluster, from
     :func:`skyc.cli.plan_stacks.stack_entry`) and ``notes`` (the plan's scope:
-    plan-only clouds, skipped ones, a cheaper disabled cloud) are added when given.
+    plan-only clouds, skipped ones, a cheaper disabled cloud, what apply would refuse)
+    are added when given.
     ``run_cost`` (:class:`skyc.optimizer.pipeline_cost.RunCost`): per step its
     ``hours`` (None without a duration), ``duration_source`` ("task", or "time model"
     for a duration measured on other hardware, with ``duration_note``) and ``cost``;
@@ -381,6 +383,10 @@ def plan_cmd(
 
     run = run_cost(plan, durations_of(tasks), "parallel" if parallel else "serial")
     lines = scope_lines(scope) + [f"policy: {note}" for note in excluded]
+    from skyc.model.cluster_names import cluster_names_for
+
+    refusals = _apply_refusals(tasks, plan, names or cluster_names_for(tasks, cluster))
+    lines += refusals
     cheaper = cheaper_elsewhere(tasks, plan, scope, config, infra=where, catalog_dir=catalog,
                                 target=optimize, parallel=parallel)
     if cheaper:
@@ -397,7 +403,6 @@ def plan_cmd(
         for line in lines:
             print_warning(line)
     from skyc.cli.plan_stacks import check_policy, plan_exit_code, print_policy, review_outputs
-    from skyc.model.cluster_names import cluster_names_for
 
     clusters = names or cluster_names_for(tasks, cluster)
     # Before the engine diff: a policy file that cannot be read fails fast.
@@ -430,7 +435,8 @@ def plan_cmd(
                     print_warning(f"{st['note']}; `skyc plan --no-diff` skips the diff")
         notes = {k: v for k, v in (("plan_only", list(scope.plan_only)),
                                    ("skipped", list(scope.skipped)),
-                                   ("cheaper_elsewhere", cheaper)) if v}
+                                   ("cheaper_elsewhere", cheaper),
+                                   ("apply_refusals", refusals)) if v}
         doc = plan_document(plan, stacks, notes, run)
         comment = review_outputs(doc, fmt=fmt, tasks=tasks, plan=plan, names=clusters,
                                  stacks=stacks, policy=policy, config=config, engine=engine,
@@ -444,6 +450,18 @@ def plan_cmd(
     code = plan_exit_code(policy, stacks, detailed_exitcode, plan, clusters)
     if code:
         raise typer.Exit(code)
+
+
+def _apply_refusals(tasks: list[Task], plan: Plan, clusters: list[str]) -> list[str]:
+    """What `skyc apply` would refuse of this plan, in its words, said at plan time."""
+    from skyc.apply.preflight import autostop_problem
+
+    out = []
+    for task, tp, cluster in zip(tasks, plan.tasks, clusters, strict=True):
+        problem = autostop_problem(task, cluster, tp.placement.cloud)
+        if problem:
+            out.append(f"apply would refuse {tp.name} on {tp.placement.infra}: {problem}")
+    return out
 
 
 def _hours_line(plan: Plan, hours: float) -> str:

@@ -190,6 +190,9 @@ def render(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, An
     clusters = [c["cluster"] for c in cost["clusters"]]
     head = [marker(clusters), _verdict(stacks, cost), "", *_for_hours(cost), *_policy(policy), "",
             *_table(doc, stacks, cost), "", *_run_cost(doc)]
+    refused = [f"- :x: {text(r)}" for r in (doc.get("notes") or {}).get("apply_refusals", [])]
+    if refused:
+        head += ["**Apply would refuse**", "", *refused, ""]
     callouts = _callouts(stacks)
     if callouts:
         head += [*callouts, ""]

@@ -37,31 +37,10 @@ class AutostopPlan:
     every_node: bool     # set on every node (each stops itself) or on the head only
 
 
-def check_autostop(cluster: str, *, down: bool, stop_start: bool,
-                   creates_resources: bool) -> None:
-    """Refuse, before anything is created, autostop that the target cannot carry out."""
-    if not creates_resources:
-        raise UnsupportedFeature(
-            f"cluster {cluster}: its nodes are existing machines (an SSH pool); skyc "
-            "cannot stop or remove them, so autostop is not available",
-            hint=f"run `skyc destroy {cluster}` when done")
-    if not stop_start and not down:
-        raise UnsupportedFeature(
-            f"cluster {cluster}: its nodes cannot be stopped, only torn down",
-            hint="use autostop with --down (resources.autostop: {down: true})")
-    if stop_start and down:
-        raise UnsupportedFeature(
-            f"cluster {cluster}: autostop --down is not available on this target yet "
-            "(a node can stop itself, not delete its cluster's stack)",
-            hint="use autostop without --down (the instances stop, their disks are kept), "
-            "or `skyc destroy` when done")
-
-
 def plan_autostop(info: ClusterInfo, *, down: bool, stop_start: bool,
                   creates_resources: bool) -> AutostopPlan:
-    """What autostop runs on the cluster's nodes; refuses what cannot work from there."""
-    check_autostop(info.name, down=down, stop_start=stop_start,
-                   creates_resources=creates_resources)
+    """What autostop runs on the cluster's nodes (what the target cannot carry out is
+    refused before, by :func:`skyc.apply.preflight.check_autostop`)."""
     if all(n.transport == "local" for n in info.nodes):
         env = " ".join(f"{k}={shlex.quote(os.environ[k])}" for k in _PASSED_ON
                        if k in os.environ)
