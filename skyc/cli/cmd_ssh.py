@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 _SSH_CONFIG_HELP = """Write $SKYC_HOME/ssh/config: one Host entry per node of every cluster.
@@ -18,8 +20,6 @@ def ssh_config_cmd(
     install: bool = typer.Option(False, "--install",
                                  help="Add the Include line to ~/.ssh/config."),
 ) -> None:
-    from pathlib import Path
-
     from skyc.cli.output import print_line
     from skyc.runtime.sshconfig import include_line, install_include, write_config
     from skyc.settings.config import skyc_home
@@ -56,6 +56,8 @@ def ssh_cmd(
         raise ConfigError(f"cluster '{cluster}' has no node named '{node}'",
                           hint="nodes: " + ", ".join(n.name for n in info.nodes))
     target = chosen[0]
+    if target.transport == "local" and target.node_dir:
+        _local_shell(cluster, target.name, target.rank, Path(target.node_dir), command)
     if target.transport != "ssh":
         where = f" (its directory: {target.node_dir})" if target.node_dir else ""
         raise ConfigError(f"cluster '{cluster}' runs on {info.cloud}: node {target.name} is "
@@ -67,6 +69,24 @@ def ssh_cmd(
     path = write_config(skyc_home())
     alias = cluster if target.rank == 0 else f"{cluster}-{target.name}"
     os.execv(ssh, ["ssh", "-F", str(path), alias, *(command or [])])
+
+
+def _local_shell(cluster: str, name: str, rank: int, node_dir: Path,
+                 command: list[str] | None) -> None:
+    """A local node is a directory of this machine: a shell there (in the synced
+    workdir when there is one), with HOME and the node's rank as its jobs see them."""
+    import os
+
+    from skyc.settings.home import user_umask
+
+    workdir = node_dir / "sky_workdir"
+    os.chdir(workdir if workdir.is_dir() else node_dir)
+    env = {**os.environ, "HOME": str(node_dir), "SKYPILOT_NODE_RANK": str(rank),
+           "SKYC_CLUSTER": cluster, "SKYC_NODE": name}
+    os.umask(user_umask())
+    shell = env.get("SHELL") or "/bin/bash"
+    argv = [shell, "-c", " ".join(command)] if command else [shell, "-i"]
+    os.execvpe(argv[0], argv, env)
 
 
 def register(app: typer.Typer) -> None:

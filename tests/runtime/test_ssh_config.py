@@ -59,14 +59,15 @@ def test_skyc_ssh_runs_a_command(sshd2: SshdCluster, skyc_home: Path) -> None:
     assert out.stdout.strip() == "via-skyc-ssh"
 
 
-def test_a_local_cluster_is_refused_by_name(local_cluster: object, skyc_home: Path) -> None:
+def test_a_local_cluster_gets_a_shell_in_its_node(local_cluster: object,
+                                                 skyc_home: Path) -> None:
     from skyc.model.nodes import ClusterInfo
 
     assert isinstance(local_cluster, ClusterInfo)
     save_cluster(skyc_home, local_cluster)
-    out = skyc(skyc_home, "ssh", "loc")
-    assert out.returncode == 1 and "not reached over SSH" in out.stderr
-    assert "Traceback" not in out.stderr
+    out = skyc(skyc_home, "ssh", "loc", "echo home=$HOME")
+    head = next(n for n in local_cluster.nodes if n.rank == 0)
+    assert out.returncode == 0 and out.stdout.strip() == f"home={head.node_dir}", out.stderr
 
 
 def test_install_adds_one_include_line_at_the_top(tmp_path: Path) -> None:
