@@ -77,8 +77,12 @@ def _local_shell(cluster: str, name: str, rank: int, node_dir: Path,
     workdir when there is one), with HOME and the node's rank as its jobs see them."""
     import os
 
+    from skyc.errors import ConfigError
     from skyc.settings.home import user_umask
 
+    if not node_dir.is_dir():
+        raise ConfigError(f"cluster '{cluster}': node {name}'s directory {node_dir} is gone",
+                          hint="see the cluster's state with: skyc status --refresh")
     workdir = node_dir / "sky_workdir"
     os.chdir(workdir if workdir.is_dir() else node_dir)
     env = {**os.environ, "HOME": str(node_dir), "SKYPILOT_NODE_RANK": str(rank),

@@ -65,8 +65,12 @@ def test_a_local_cluster_gets_a_shell_in_its_node(local_cluster: object,
 
     assert isinstance(local_cluster, ClusterInfo)
     save_cluster(skyc_home, local_cluster)
-    out = skyc(skyc_home, "ssh", "loc", "echo home=$HOME")
     head = next(n for n in local_cluster.nodes if n.rank == 0)
+    assert head.node_dir is not None
+    gone = skyc(skyc_home, "ssh", "loc", "true")  # its directory was never made
+    assert gone.returncode == 1 and "skyc status" in gone.stderr, gone.stderr
+    Path(head.node_dir).mkdir(parents=True)
+    out = skyc(skyc_home, "ssh", "loc", "echo home=$HOME")
     assert out.returncode == 0 and out.stdout.strip() == f"home={head.node_dir}", out.stderr
 
 
