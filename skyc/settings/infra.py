@@ -94,7 +94,14 @@ def check_infra(config: SkycConfig, env: Mapping[str, str] | None = None,
             details = tuple(own.describe(config, env, home))
         out.append(InfraStatus(cloud, on, why, details, credentials=cred is not None))
     if listed is None:
-        out.append(InfraStatus("local", True, "always available"))
+        # As SkyPilot never picks the laptop: this machine is planned over when no cloud
+        # is enabled, or when named (--infra local, resources.infra: local).
+        clouds_on = [s.name for s in out if s.enabled]
+        out.append(InfraStatus(
+            "local", not clouds_on,
+            "no cloud is enabled" if not clouds_on else
+            f"not chosen while {', '.join(clouds_on)} is enabled: name it (--infra local, "
+            "resources.infra: local) to run here"))
     else:
         out.append(InfraStatus("local", "local" in listed,
                                "listed in config infra" if "local" in listed

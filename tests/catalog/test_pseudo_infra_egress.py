@@ -68,7 +68,11 @@ def test_infra_from_credentials(tmp_path: Path) -> None:
     assert st["gcp"].enabled and "GOOGLE_APPLICATION_CREDENTIALS" in st["gcp"].reason
     assert not st["azure"].enabled
     assert st["kubernetes"].enabled and "1 context in ~/.kube/config" in st["kubernetes"].reason
-    assert enabled_infra(cfg, ["azure/eastus"], env={}, home=tmp_path) >= {"azure", "local"}
+    # As SkyPilot never picks the laptop: local only when named, once a cloud is enabled.
+    assert not st["local"].enabled and "not chosen while aws, gcp, kubernetes" in st["local"].reason
+    assert "local" not in enabled_infra(cfg, ["azure/eastus"], env={}, home=tmp_path)
+    assert enabled_infra(cfg, ["azure/eastus", "local"], env={}, home=tmp_path) >= {
+        "azure", "local"}
 
 
 def test_infra_from_config_list(tmp_path: Path) -> None:
