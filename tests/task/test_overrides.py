@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from skyc.errors import ConfigError, TaskSpecError
+from skyc.errors import TaskSpecError
 from skyc.task import load_tasks
-from skyc.task.envfile import read_env_file
 from skyc.task.overrides import resource_overrides
 
 
@@ -39,12 +38,3 @@ def test_a_bad_override_is_reported_like_a_bad_field(tmp_path: Path) -> None:
     with pytest.raises(TaskSpecError) as info:
         load_tasks(path, overrides=resource_overrides(gpus="A100:x"))
     assert "resources.accelerators" in str(info.value.problems[0].render())
-
-
-def test_env_file(tmp_path: Path) -> None:
-    env = tmp_path / ".env"
-    env.write_text("# comment\n\nexport A=1\nB=\"two words\"\nC='3'\nD=\n")
-    assert read_env_file(env) == {"A": "1", "B": "two words", "C": "3", "D": ""}
-    env.write_text("not a pair\n")
-    with pytest.raises(ConfigError, match=r"\.env:1: expected KEY=VALUE"):
-        read_env_file(env)
