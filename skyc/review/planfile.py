@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -170,10 +171,33 @@ def _action(actions: list[str]) -> str:
     return "replace" if actions == ["delete", "create"] else actions[0]
 
 
-def write(path: Path, saved: SavedPlan) -> None:
-    """Write the plan file whole (a temporary file renamed: never half-written)."""
+def _rebased(saved: SavedPlan, move: Callable[[str], str]) -> SavedPlan:
+    """``saved`` with every task file's path passed through ``move``."""
+    inputs = saved.inputs.model_copy(update={"task_files": {
+        move(f): d for f, d in saved.inputs.task_files.items()}})
+    tasks = [t.model_copy(update={"file": move(t.file)}) for t in saved.tasks]
+    return saved.model_copy(update={"inputs": inputs, "tasks": tasks})
+
+
+def _relative(base: Path) -> Callable[[str], str]:
     import os
 
+    return lambda f: Path(os.path.relpath(f, base)).as_posix()
+
+
+def _absolute(base: Path) -> Callable[[str], str]:
+    import os
+
+    return lambda f: f if os.path.isabs(f) else os.path.normpath(base / f)
+
+
+def write(path: Path, saved: SavedPlan) -> None:
+    """Write the plan file whole (a temporary file renamed: never half-written). Task
+    files are recorded relative to the plan file, so a plan made in one checkout applies
+    from another (a laptop's, then CI's): their digests, not their places, are checked."""
+    import os
+
+    saved = _rebased(saved, _relative(path.resolve().parent))
     text = json.dumps(saved.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
     tmp = path.with_name(f".{path.name}.tmp")
     try:
@@ -222,6 +246,7 @@ def read(path: Path) -> SavedPlan:
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"{path}: {where}: {first['msg']}",
                           hint="the plan file was changed by hand; plan again") from None
+    saved = _rebased(saved, _absolute(path.resolve().parent))
     _check_shape(path, saved)
     _check_digests(path, saved)
     _check_task_files(path, saved)

@@ -99,3 +99,22 @@ def test_a_plan_of_an_existing_cluster_applies_its_saved_engine_plan(
     assert (engine_runs(workspace, "plan"), engine_runs(workspace, "apply")) == (plans, 2)
     assert (workspace / "nodes" / "worker1").is_dir()
     assert skyc(home, "destroy", "tiny", "--yes").returncode == 0
+
+
+def test_a_plan_made_in_one_checkout_applies_from_another(tmp_path: Path, home: Path) -> None:
+    """A laptop plans, CI applies from its own clone: task files are recorded relative to
+    the plan file, and their digests (not their places) are checked."""
+    import shutil
+
+    laptop, ci = tmp_path / "laptop", tmp_path / "ci"
+    (laptop / "tasks").mkdir(parents=True)
+    task = local_task(laptop / "tasks" / "t.yaml", 1)
+    doc = save(home, task, laptop / "plan.skyc")
+    assert doc["inputs"]["task_files"] == {  # type: ignore[index]
+        "tasks/t.yaml": doc["inputs"]["task_files"]["tasks/t.yaml"]}  # type: ignore[index]
+    assert [t["file"] for t in doc["tasks"]] == ["tasks/t.yaml"]  # type: ignore[index, union-attr]
+    shutil.copytree(laptop, ci)
+    shutil.rmtree(laptop)
+    r = skyc(home, "apply", str(ci / "plan.skyc"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert skyc(home, "down", "tiny", "--yes").returncode == 0
