@@ -59,6 +59,13 @@ def _why_not(engine: str) -> str | None:
     return engine_module(engine).unavailable()
 
 
+def _previews_offline(engine: str) -> bool:
+    """Whether the engine's diff reads no cloud (an offline preview: no credentials)."""
+    from skyc.stacks.engines import engine_module
+
+    return engine_module(engine).previews_offline()
+
+
 def diff_placement(
     task: Task, placement: Placement, cluster: str, catalog: Path | None, target: str,
     config: SkycConfig,
@@ -123,8 +130,8 @@ def plan_stacks(
     stacks = []
     for task, task_plan, cluster in zip(tasks, plan.tasks, names, strict=True):
         name = choose_engine(task_plan.placement.cloud, engine, config)
-        missing = _why_not(name) or missing_credentials(
-            task_plan.placement.cloud, config=config)
+        missing = _why_not(name) or (None if _previews_offline(name) else missing_credentials(
+            task_plan.placement.cloud, config=config))
         if missing is not None:
             # Nothing is written into the workspace when the engine is not run.
             stacks.append(stack_entry(cluster, task_plan.name, name, None,

@@ -42,6 +42,8 @@ class EngineModule(Protocol):
 
     def unavailable(self) -> str | None: ...
 
+    def previews_offline(self) -> bool: ...
+
 
 def engine_module(name: str) -> EngineModule:
     if name not in ENGINES:

@@ -53,6 +53,13 @@ def _root() -> str | None:
     return str(Path(found).resolve().parent.parent) if found else None
 
 
+def previews_offline() -> bool:
+    """Without a Pulumi CLI, plan is the offline preview under the mock runtime: it
+    reads no cloud, so it needs no credentials (CI shows reviewers what would be
+    created)."""
+    return _root() is None
+
+
 def unavailable() -> str | None:
     """Pulumi plans offline (no CLI needed); only its SDK must be importable."""
     try:

@@ -420,6 +420,11 @@ def _write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
+def previews_offline() -> bool:
+    """terraform's plan reads the cloud (it needs credentials)."""
+    return False
+
+
 def unavailable() -> str | None:
     """Why terraform cannot run here (None when it can)."""
     try:
