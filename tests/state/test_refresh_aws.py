@@ -9,6 +9,7 @@ nothing here connects to them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -80,48 +81,54 @@ def test_refresh_sees_a_cluster_stopped_then_terminated_outside_skyc(
     skyc_home.mkdir(parents=True, exist_ok=True)
     (skyc_home / "config.yaml").write_text(f"aws:\n  endpoint_url: {moto.url}\n")
     config = SkycConfig.model_validate({"aws": {"endpoint_url": moto.url}})
-    info = provision("box", PLACEMENT, CANDIDATE, config=config)
-    with StateDB() as db:
-        db.upsert_cluster_from_placement("box", PLACEMENT, engine="terraform")
-        db.mark_cluster_up("box", info, PLACEMENT)
-    row = _refreshed()
-    assert (row["status"], _note(row)) == ("UP", "")
-    [instance] = _instances(moto)
-    ec2 = moto.client("ec2")
+    try:
+        info = provision("box", PLACEMENT, CANDIDATE, config=config)
+        with StateDB() as db:
+            db.upsert_cluster_from_placement("box", PLACEMENT, engine="terraform")
+            db.mark_cluster_up("box", info, PLACEMENT)
+        row = _refreshed()
+        assert (row["status"], _note(row)) == ("UP", "")
+        [instance] = _instances(moto)
+        ec2 = moto.client("ec2")
 
-    # Stopped behind skyc's back (the console, a script): STOPPED, paying for disks.
-    ec2.stop_instances(InstanceIds=[instance["InstanceId"]])
-    row = _refreshed()
-    assert row["status"] == "STOPPED"
-    assert row["hourly_cost"] == pytest.approx(DISKS_PER_HOUR)
-    note = _note(row)
-    assert "status UP -> STOPPED: stopped outside skyc: aws_instance.node_0" in note, note
-    assert "`skyc start box` resumes it" in note
-    # ... and `skyc start` resumes it: the same instance, running, at its full price.
-    out = _skyc("start", "box")
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert [i["InstanceId"] for i in _instances(moto)] == [instance["InstanceId"]]
-    assert _instances(moto)[0]["State"]["Name"] == "running"
-    row = _refreshed()
-    assert (row["status"], row["hourly_cost"]) == ("UP", pytest.approx(0.096))
+        # Stopped behind skyc's back (the console, a script): STOPPED, paying for disks.
+        ec2.stop_instances(InstanceIds=[instance["InstanceId"]])
+        row = _refreshed()
+        assert row["status"] == "STOPPED"
+        assert row["hourly_cost"] == pytest.approx(DISKS_PER_HOUR)
+        note = _note(row)
+        assert "status UP -> STOPPED: stopped outside skyc: aws_instance.node_0" in note, note
+        assert "`skyc start box` resumes it" in note
+        # ... and `skyc start` resumes it: the same instance, running, at its full price.
+        out = _skyc("start", "box")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert [i["InstanceId"] for i in _instances(moto)] == [instance["InstanceId"]]
+        assert _instances(moto)[0]["State"]["Name"] == "running"
+        row = _refreshed()
+        assert (row["status"], row["hourly_cost"]) == ("UP", pytest.approx(0.096))
 
-    # Terminated behind skyc's back: INIT, naming what is gone and what to run.
-    ec2.terminate_instances(InstanceIds=[instance["InstanceId"]])
-    row = _refreshed()
-    assert row["status"] == "INIT"
-    note = _note(row)
-    assert "deleted outside skyc: aws_ec2_instance_state.node_0, aws_instance.node_0" in note
-    assert "`skyc apply` recreates them" in note
-    # Provisioning again (apply's provisioning stage) recreates the instance: UP.
-    info = provision("box", PLACEMENT, CANDIDATE, config=config)
-    with StateDB() as db:
-        db.mark_cluster_up("box", info, PLACEMENT)
-    [again] = _instances(moto)
-    assert again["InstanceId"] != instance["InstanceId"]
-    assert _refreshed()["status"] == "UP"
+        # Terminated behind skyc's back: INIT, naming what is gone and what to run.
+        ec2.terminate_instances(InstanceIds=[instance["InstanceId"]])
+        row = _refreshed()
+        assert row["status"] == "INIT"
+        note = _note(row)
+        assert "deleted outside skyc: aws_ec2_instance_state.node_0, aws_instance.node_0" in note
+        assert "`skyc apply` recreates them" in note
+        # Provisioning again (apply's provisioning stage) recreates the instance: UP.
+        info = provision("box", PLACEMENT, CANDIDATE, config=config)
+        with StateDB() as db:
+            db.mark_cluster_up("box", info, PLACEMENT)
+        [again] = _instances(moto)
+        assert again["InstanceId"] != instance["InstanceId"]
+        assert _refreshed()["status"] == "UP"
 
-    teardown("box")
-    assert {k: v for k, v in cloud_resources(moto).items() if v} == {}
+        teardown("box")
+        assert {k: v for k, v in cloud_resources(moto).items() if v} == {}
+    finally:
+        # A failed try leaves nothing behind for the rerun (nor for the next test's
+        # leak check): what the engine's state lists is destroyed.
+        with contextlib.suppress(Exception):
+            teardown('box')
 
 
 def test_a_recovery_asks_the_cloud_again_when_a_refresh_fails(
@@ -138,28 +145,36 @@ def test_a_recovery_asks_the_cloud_again_when_a_refresh_fails(
     monkeypatch.setattr(reconcile, "CLOUD_VIEW_RETRY_PAUSES_S", (0.1,))
     skyc_home.mkdir(parents=True, exist_ok=True)
     with FaultProxy(upstream=moto.url) as proxy:
-        config = SkycConfig.model_validate({"aws": {"endpoint_url": proxy.url}})
-        info = provision("lost", PLACEMENT, CANDIDATE, config=config)
-        with StateDB() as db:
-            db.upsert_cluster_from_placement("lost", PLACEMENT, engine="terraform")
-            db.mark_cluster_up("lost", info, PLACEMENT)
-        [instance] = _instances(moto, "lost")
-        moto.client("ec2").terminate_instances(InstanceIds=[instance["InstanceId"]])
+        try:
+            config = SkycConfig.model_validate({"aws": {"endpoint_url": proxy.url}})
+            info = provision("lost", PLACEMENT, CANDIDATE, config=config)
+            with StateDB() as db:
+                db.upsert_cluster_from_placement("lost", PLACEMENT, engine="terraform")
+                db.mark_cluster_up("lost", info, PLACEMENT)
+            [instance] = _instances(moto, "lost")
+            moto.client("ec2").terminate_instances(InstanceIds=[instance["InstanceId"]])
 
-        def refused(times: int) -> FaultRule:
-            return FaultRule(action="DescribeInstances", code="UnauthorizedOperation",
-                             status=403, times=times)
+            def refused(times: int) -> FaultRule:
+                return FaultRule(action="DescribeInstances", code="UnauthorizedOperation",
+                                 status=403, times=times)
 
-        proxy.set_rules([refused(2)])
-        assert reconcile.cloud_view("lost") == ""
-        assert len(proxy.hits) == 2  # one refused refresh, then one more, refused too
+            proxy.set_rules([refused(2)])
+            assert reconcile.cloud_view("lost") == ""
+            assert len(proxy.hits) == 2  # one refused refresh, then one more, refused too
 
-        proxy.set_rules([refused(1)])
-        said = reconcile.cloud_view("lost")
-        assert said == "; the cloud reports aws_ec2_instance_state.node_0, " \
-                       "aws_instance.node_0 gone", said
-        assert len(proxy.hits) == 3
-        proxy.set_rules([])
-        teardown("lost")
+            proxy.set_rules([refused(1)])
+            said = reconcile.cloud_view("lost")
+            assert said == "; the cloud reports aws_ec2_instance_state.node_0, " \
+                           "aws_instance.node_0 gone", said
+            assert len(proxy.hits) == 3
+            proxy.set_rules([])
+            teardown("lost")
+        finally:
+            # A failed try leaves nothing behind for the rerun (nor for the next test's
+            # leak check): what the engine's state lists is destroyed, through the proxy
+            # its stack names, with no fault rule left.
+            proxy.set_rules([])
+            with contextlib.suppress(Exception):
+                teardown("lost")
     assert {k: v for k, v in cloud_resources(moto).items() if v} == {}
 
