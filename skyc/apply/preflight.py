@@ -14,6 +14,7 @@ there) and :func:`check_reshape` (refused while they run, unless allowed).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ from skyc.errors import ProvisionError, ProvisionFailure, Refused, SkycError, Un
 
 if TYPE_CHECKING:
     from skyc.model.nodes import ClusterInfo
-    from skyc.optimizer.plan import Placement
+    from skyc.optimizer.plan import Placement, Plan
     from skyc.settings.config import SkycConfig
     from skyc.state.database import ClusterRecord
     from skyc.task import Task
@@ -118,6 +119,16 @@ def autostop_problem(task: Task, cluster: str, cloud: str, idle_minutes: float |
     except UnsupportedFeature as exc:
         return str(exc) + (f" ({exc.hint})" if exc.hint else "")
     return None
+
+
+def apply_refusals(tasks: Sequence[Task], plan: Plan, clusters: Sequence[str]) -> list[str]:
+    """What `skyc apply` would refuse of this plan, in its words: plan says it too."""
+    out = []
+    for task, tp, cluster in zip(tasks, plan.tasks, clusters, strict=True):
+        problem = autostop_problem(task, cluster, tp.placement.cloud)
+        if problem:
+            out.append(f"apply would refuse {tp.name} on {tp.placement.infra}: {problem}")
+    return out
 
 
 def node_limit_problem(cloud: str, num_nodes: int) -> str | None:

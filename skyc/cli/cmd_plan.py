@@ -32,7 +32,6 @@ from skyc.cli.plan_stacks import plan_stacks, print_stacks
 if TYPE_CHECKING:
     from skyc.optimizer.pipeline_cost import RunCost
     from skyc.optimizer.plan import Placement, Plan
-    from skyc.task import Task
 
 _OPTIMIZE_HELP = (
     "cost: cheapest hourly price x num_nodes (spot price when use_spot). "
@@ -383,9 +382,10 @@ def plan_cmd(
 
     run = run_cost(plan, durations_of(tasks), "parallel" if parallel else "serial")
     lines = scope_lines(scope) + [f"policy: {note}" for note in excluded]
+    from skyc.apply.preflight import apply_refusals
     from skyc.model.cluster_names import cluster_names_for
 
-    refusals = _apply_refusals(tasks, plan, names or cluster_names_for(tasks, cluster))
+    refusals = apply_refusals(tasks, plan, names or cluster_names_for(tasks, cluster))
     lines += refusals
     cheaper = cheaper_elsewhere(tasks, plan, scope, config, infra=where, catalog_dir=catalog,
                                 target=optimize, parallel=parallel)
@@ -450,18 +450,6 @@ def plan_cmd(
     code = plan_exit_code(policy, stacks, detailed_exitcode, plan, clusters)
     if code:
         raise typer.Exit(code)
-
-
-def _apply_refusals(tasks: list[Task], plan: Plan, clusters: list[str]) -> list[str]:
-    """What `skyc apply` would refuse of this plan, in its words, said at plan time."""
-    from skyc.apply.preflight import autostop_problem
-
-    out = []
-    for task, tp, cluster in zip(tasks, plan.tasks, clusters, strict=True):
-        problem = autostop_problem(task, cluster, tp.placement.cloud)
-        if problem:
-            out.append(f"apply would refuse {tp.name} on {tp.placement.infra}: {problem}")
-    return out
 
 
 def _hours_line(plan: Plan, hours: float) -> str:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from skyc.review.planfile import Artifacts
     from skyc.settings.config import SkycConfig
     from skyc.stacks.engine import StackDiff
+    from skyc.state.database import ClusterRecord
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
 
@@ -66,21 +67,31 @@ def _previews_offline(engine: str) -> bool:
     return engine_module(engine).previews_offline()
 
 
+def state_record(cluster: str) -> ClusterRecord | None:
+    """The state's record of ``cluster``; None when there is none (and no state at all:
+    plan creates no database)."""
+    from skyc.settings.config import skyc_home
+
+    db_path = skyc_home() / "state.db"
+    if not db_path.exists():
+        return None
+    from skyc.state.database import StateDB
+
+    with StateDB(db_path) as db:
+        return db.get_cluster(cluster)
+
+
 def diff_placement(
     task: Task, placement: Placement, cluster: str, catalog: Path | None, target: str,
     config: SkycConfig,
 ) -> tuple[Placement, str | None]:
     """The placement ``skyc apply`` would use: a cluster that has been up stays in place."""
-    from skyc.settings.config import skyc_home
-
-    db_path = skyc_home() / "state.db"
-    if not db_path.exists():
+    record = state_record(cluster)
+    if record is None:
         return placement, None
     from skyc.apply.launch import LaunchOptions, cluster_home, make_plan
-    from skyc.state.database import StateDB
 
-    with StateDB(db_path) as db:
-        home = cluster_home(db.get_cluster(cluster))
+    home = cluster_home(record)
     if home is None or home == placement.infra:
         return placement, None
     opts = LaunchOptions(infra=home, catalog_dir=catalog, target=target)
@@ -373,15 +384,7 @@ def plan_exit_code(policy: dict[str, Any] | None, stacks: list[dict[str, Any]] |
 def _placement_moved(cluster: str, placement: Placement | None) -> bool | None:
     """None for a cluster skyc has no record of (it would be created); else whether the
     plan's placement differs from the recorded one in what makes a new node."""
-    from skyc.settings.config import skyc_home
-
-    db_path = skyc_home() / "state.db"
-    if not db_path.exists():
-        return None
-    from skyc.state.database import StateDB
-
-    with StateDB(db_path) as db:
-        record = db.get_cluster(cluster)
+    record = state_record(cluster)
     if record is None:
         return None
     if placement is None:

@@ -144,11 +144,15 @@ def _load(text: str | None, where: str) -> Any:
 # -- schema migrations -------------------------------------------------------
 
 
-def _m1_initial(conn: sqlite3.Connection) -> None:
+def _run_statements(conn: sqlite3.Connection, sql: str) -> None:
     # One statement at a time: executescript() would commit the open transaction.
-    for statement in _M1_SQL.split(";"):
+    for statement in sql.split(";"):
         if statement.strip():
             conn.execute(statement)
+
+
+def _m1_initial(conn: sqlite3.Connection) -> None:
+    _run_statements(conn, _M1_SQL)
 
 
 _M1_SQL = """
@@ -206,9 +210,7 @@ def _m3_cluster_job_ids(conn: sqlite3.Connection) -> None:
 
 def _m4_managed_jobs(conn: sqlite3.Connection) -> None:
     """Managed jobs, their attempts and their trail: history that outlives clusters."""
-    for statement in _M4_SQL.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+    _run_statements(conn, _M4_SQL)
 
 
 _M4_SQL = """

@@ -208,7 +208,9 @@ def test_each_task_field_refuses_or_keeps_hostile_strings(
 
 
 @pytest.mark.slow
-def test_pulumi_programs_keep_hostile_strings_literal(tmp_path: Path, home: Path) -> None:
+def test_pulumi_programs_keep_hostile_strings_literal(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Azure takes keys with ``$`` and values with quotes and new lines as tags: the
     generated Python program passes them literally to the real SDK classes."""
     pytest.importorskip("pulumi_azure_native",
@@ -222,7 +224,7 @@ def test_pulumi_programs_keep_hostile_strings_literal(tmp_path: Path, home: Path
     proc = _skyc(home, "compile", str(task), "-o", str(out), "--engine", "pulumi")
     assert proc.returncode == 0, proc.stderr
     program = (out / "hostile" / "__main__.py").read_text()
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # where an injected command would write PWNED
     recorded = run_program(program, stack="hostile", config={"ssh_public_key": "ssh-rsa AAAA"})
     tagged = [r.inputs["tags"] for r in recorded if "tags" in r.inputs]
     assert tagged and all(labels.items() <= t.items() for t in tagged)
