@@ -140,7 +140,7 @@ def destroy_cmd(
     if all_clusters:
         if names:
             raise ConfigError("destroy: give cluster names or -a, not both")
-        from skyc.stacks.workspace import orphan_workspaces
+        from skyc.apply.orphans import orphan_workspaces
 
         with StateDB() as db:
             names = [c.name for c in db.list_clusters()]

@@ -13,7 +13,7 @@ import typer
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from skyc.stacks.workspace import Orphan
+    from skyc.apply.orphans import Orphan
     from skyc.state.database import ClusterRecord, ClusterStatus, EventRecord, StateDB
 
 FORMATS = ("table", "json")
@@ -186,8 +186,8 @@ def engine_probe(record: ClusterRecord) -> tuple[str, str]:
 
 
 def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False) -> None:
+    from skyc.apply.orphans import orphan_workspaces
     from skyc.errors import ConfigError
-    from skyc.stacks.workspace import orphan_workspaces
     from skyc.state.database import StateDB
 
     if fmt not in FORMATS:
@@ -293,7 +293,7 @@ def state_restore(
     it. Run it while no other skyc command runs."""
     from pathlib import Path
 
-    from skyc.stacks.workspace import orphan_workspaces
+    from skyc.apply.orphans import orphan_workspaces
     from skyc.state.database import StateDB, backup_path, default_path, restore_state
 
     path = default_path()
@@ -335,7 +335,7 @@ def state_adopt(
 ) -> None:
     """Record clusters again from their workspaces ($SKYC_HOME/clusters/NAME): the
     stack's engine, and the nodes and placement of the last apply."""
-    from skyc.stacks.workspace import adopt_workspace
+    from skyc.apply.orphans import adopt_workspace
     from skyc.state.database import StateDB
 
     with StateDB() as db:

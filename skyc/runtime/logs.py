@@ -327,7 +327,6 @@ def _write(root: Path, jobs: list[dict[str, Any]]) -> None:
 
 INCARNATION_FILE = "incarnation"  # in the cluster's workspace and in its log root
 EARLIER = "earlier"
-_CLUSTER_FILE = "cluster.json"
 _HEAD_KEYS = ("transport", "ip", "node_dir", "pod", "namespace", "context")
 
 
@@ -361,10 +360,11 @@ def start_incarnation(cluster: str, root: Path) -> str | None:
     the identity of its head node: a workspace without it, or with another head, is a
     new incarnation. The log root records whose logs it holds; when that is another
     incarnation, those logs move to ``earlier/<their id>/`` first."""
+    from skyc.model.nodes import CLUSTER_FILE
     from skyc.stacks.workspace import cluster_workspace
 
     workspace = cluster_workspace(cluster)
-    head = _head_identity(workspace / _CLUSTER_FILE)
+    head = _head_identity(workspace / CLUSTER_FILE)
     if head is None:
         return None
     marker = workspace / INCARNATION_FILE
