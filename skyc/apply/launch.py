@@ -218,25 +218,21 @@ def autostop_setting(task: Task, opts: LaunchOptions) -> AutostopSetting | None:
 
 
 def _check_autostop(task: Task, name: str, placement: Placement, opts: LaunchOptions) -> None:
-    from skyc.apply.preflight import check_autostop
-    from skyc.compiler import target
+    from skyc.apply.preflight import check_target_autostop
 
     setting = autostop_setting(task, opts)
     if setting is not None:
-        caps = target(placement.cloud).capabilities
-        check_autostop(name, down=setting[1], stop_start=caps.stop_start,
-                       creates_resources=caps.creates_resources)
+        check_target_autostop(name, placement.cloud, setting[1])
 
 
 def plan_cluster_autostop(info: ClusterInfo, down: bool) -> AutostopPlan:
     """What autostop runs on the cluster's nodes, from its target's capabilities."""
-    from skyc.apply.preflight import check_autostop
+    from skyc.apply.preflight import check_target_autostop
     from skyc.compiler import target
     from skyc.runtime.autostop import plan_autostop
 
+    check_target_autostop(info.name, info.cloud, down)
     caps = target(info.cloud).capabilities
-    check_autostop(info.name, down=down, stop_start=caps.stop_start,
-                   creates_resources=caps.creates_resources)
     return plan_autostop(info, down=down, stop_start=caps.stop_start,
                          creates_resources=caps.creates_resources)
 

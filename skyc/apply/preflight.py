@@ -100,22 +100,23 @@ def check_autostop(cluster: str, *, down: bool, stop_start: bool,
 
 
 
-def autostop_problem(task: Task, cluster: str, cloud: str, idle_minutes: float | None = None,
-                     down: bool = False) -> str | None:
-    """What apply would say when it refuses the task's autostop on ``cloud`` (``-i`` /
-    ``--down`` as given, else the task's ``resources.autostop``); None when it would not.
-    Plan says it too, in the same words."""
+def check_target_autostop(cluster: str, cloud: str, down: bool) -> None:
+    """Refuse autostop (with ``down`` or not) that ``cloud``'s target cannot carry out."""
     from skyc.compiler import target
 
-    if idle_minutes is None:
-        auto = task.resources.autostop
-        if auto is None or not auto.enabled:
-            return None
-        down = bool(auto.down) or down
     caps = target(cloud).capabilities
+    check_autostop(cluster, down=down, stop_start=caps.stop_start,
+                   creates_resources=caps.creates_resources)
+
+
+def autostop_problem(task: Task, cluster: str, cloud: str) -> str | None:
+    """What apply would say when it refuses the task's ``resources.autostop`` on
+    ``cloud``; None when it would not. Plan says it too, in the same words."""
+    auto = task.resources.autostop
+    if auto is None or not auto.enabled:
+        return None
     try:
-        check_autostop(cluster, down=down, stop_start=caps.stop_start,
-                       creates_resources=caps.creates_resources)
+        check_target_autostop(cluster, cloud, bool(auto.down))
     except UnsupportedFeature as exc:
         return str(exc) + (f" ({exc.hint})" if exc.hint else "")
     return None
