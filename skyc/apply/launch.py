@@ -319,8 +319,8 @@ def _provision(
     if reshape is not None:
         db.reconcile_jobs(name, end_removed_jobs(reshape))
 
-    engine_ran: list[Placement] = []
     trail = _AttemptTrail()
+    engine_ran = trail.runs
 
     def do_provision(p: Placement) -> ClusterInfo:
         missing = missing_credentials(p.cloud, config=config)
@@ -340,7 +340,6 @@ def _provision(
         reporter.stage("provision", f"{p.infra} ({engine})")
         first = not engine_ran
         engine_ran.append(p)
-        trail.ran = len(engine_ran)
         db.upsert_cluster_from_placement(name, p, status="INIT", engine=engine)
         # The first attempt applies the diff the user confirmed (its saved engine plan),
         # or checks the engine's plan against the reviewed plan file's changes.
@@ -360,13 +359,13 @@ def _provision(
             reporter.stage("kept", f"cluster {name} keeps its resources on {p.infra}")
             return
         if not has_stack(cluster_workspace(name)):
-            trail.cleaned = len(engine_ran)  # the engine stopped before writing anything
+            trail.cleaned = trail.ran  # the engine stopped before writing anything
             return
         reporter.stage("cleanup", f"destroying what the attempt on {p.infra} created")
         trail.destroying = True
         try:
             destroy_attempt(name, progress=reporter.engine_event)
-            trail.cleaned = len(engine_ran)
+            trail.cleaned = trail.ran
         except SkycError as exc:
             exc.hint = (f"the engine's state still lists what the attempt created: run "
                         f"`skyc destroy {name}` to remove it, or `skyc apply` to retry")
@@ -393,9 +392,13 @@ class _AttemptTrail:
     """What one apply's attempts did: engine runs, whether a cleanup began destroying,
     and how many runs were destroyed again since (all of them: nothing is left)."""
 
-    ran: int = 0
+    runs: list[Placement] = field(default_factory=list)  # each engine run's placement
     destroying: bool = False
     cleaned: int = 0
+
+    @property
+    def ran(self) -> int:
+        return len(self.runs)
 
 
 def _record_failed_apply(db: StateDB, name: str, before: ClusterRecord | None,
