@@ -62,14 +62,19 @@ resources:
   infra: ssh/lab
 run: |
   ckpt="{shared_dir}/$SKYPILOT_TASK_ID"
-  mkdir -p "$ckpt" && chmod 777 "$ckpt" 2>/dev/null
   if [ -f "$ckpt/step" ]; then echo "resumed at step $(cat "$ckpt/step")"; exit 0; fi
-  if [ "$SKYPILOT_NODE_RANK" = 0 ]; then echo 3 > "$ckpt/step"; fi
+  if [ "$SKYPILOT_NODE_RANK" = 0 ]; then
+    (umask 000 && mkdir -p "$ckpt" && echo 3 > "$ckpt/step.tmp" && mv "$ckpt/step.tmp" "$ckpt/step")
+  fi
   sleep 600
 """)
     jobs.ok("jobs", "launch", "train.yaml", "-y", "-d")
     wait_for(jobs, 1, lambda j: j["status"] == "RUNNING", timeout=120)
-    assert wait_until(lambda: len(list(shared_dir.glob("*/step"))) == 1, timeout=30)
+    # Only the rank-0 node writes the checkpoint (both node users can read it:
+    # umask 000), so the two nodes never race to create and chmod one directory.
+    wrote = wait_until(lambda: len(list(shared_dir.glob("*/step"))) == 1, timeout=60)
+    assert wrote, (str(jobs("jobs", "logs", "1", timeout=30))[-3000:]
+                   + str(jobs("jobs", "logs", "1", "--controller", timeout=30))[-3000:])
     head = pool.nodes[0]
     assert _kill_user(head.uid) > 0
 
