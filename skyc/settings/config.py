@@ -19,6 +19,11 @@ Every section is optional::
         accelerators: A100:8
     jobs:
       controller: {infra: ssh/lab, resources: {cpus: 4+}}   # default: controllers run here
+    provision:
+      boot_timeout: 600               # seconds a new node has to accept SSH and finish booting
+    gcp:
+      project: my-project
+      reservations: [my-h200-reservation]   # on-demand offers that need one (a3-ultra, a4)
 """
 
 from __future__ import annotations
@@ -108,6 +113,15 @@ class JobsConfig(_Model):
     controller: JobsControllerConfig | None = None  # None: on this machine
 
 
+DEFAULT_BOOT_TIMEOUT = 600.0
+
+
+class ProvisionConfig(_Model):
+    """How long a new node has, from apply to accepting SSH with its bootstrap done."""
+
+    boot_timeout: float = Field(default=DEFAULT_BOOT_TIMEOUT, gt=0, le=86400)
+
+
 _SECRET_KEY = re.compile(r"secret|password|token|access_key|credential|sas|client_secret", re.I)
 
 
@@ -146,6 +160,7 @@ class SkycConfig(_Model):
     azure: AzureConfig = _section(AzureConfig)
     gcp: GcpConfig = _section(GcpConfig)
     jobs: JobsConfig = _section(JobsConfig)
+    provision: ProvisionConfig = _section(ProvisionConfig)
 
 
 def load_config(path: Path | None = None) -> SkycConfig:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # GCP project ids: 6 to 30 lower-case letters, digits and hyphens, starting with a
 # letter and not ending with a hyphen; old domain-scoped ids carry ``domain:``.
@@ -31,6 +31,9 @@ class GcpConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use
 
     project: str | None = None
+    # Reservations the project holds (names): on-demand offers that GCP grants only
+    # from a reservation (a3-ultragpu H200, a4 B200) are chosen only when one is named.
+    reservations: list[str] = Field(default_factory=list)
 
     @field_validator("project")
     @classmethod
