@@ -1,0 +1,30 @@
+"""Offers a cloud sells only from a reservation.
+
+GCP grants on-demand A3 Ultra (H200) and A4 (B200) VMs only to a reservation (the
+reservation-bound provisioning model); a plain on-demand request fails every time.
+Their spot (and flex-start) capacity needs none. Such an on-demand offer is placed
+only when the config names a reservation (``gcp.reservations``), and the stack then
+consumes it.
+"""
+
+from __future__ import annotations
+
+# (cloud, instance family prefix) whose on-demand capacity comes only from a reservation.
+RESERVATION_ONLY: tuple[tuple[str, str], ...] = (
+    ("gcp", "a3-ultragpu-"),
+    ("gcp", "a4-highgpu-"),
+)
+
+
+def needs_reservation(cloud: str, instance_type: str | None, use_spot: bool) -> bool:
+    """Whether this placement can only be granted from a reservation."""
+    if use_spot or instance_type is None:
+        return False
+    return any(cloud == c and instance_type.startswith(prefix)
+               for c, prefix in RESERVATION_ONLY)
+
+
+def reservation_reason(instance_type: str) -> str:
+    """Why such an offer is left out when no reservation is named, and what to do."""
+    return (f"{instance_type} on-demand capacity is granted only from a reservation: "
+            "name yours in the config (gcp: {reservations: [NAME]}), or use spot")
