@@ -28,6 +28,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -113,6 +114,19 @@ class FileReporter:
 
     def log_line(self, node: str, line: str) -> None:
         return None
+
+
+@dataclass
+class _TaskRun:
+    """Where a task's run stands: its cluster, attempt and run there (None: not yet),
+    and the scope the next placement must avoid or keep after a recovery."""
+
+    index: int
+    info: ClusterInfo | None
+    attempt: int | None
+    run_id: int | None
+    blocked: list[Blocked] = field(default_factory=list)
+    pin: str | None = None
 
 
 class Controller:
@@ -222,79 +236,102 @@ class Controller:
         return spec.model_copy(update={"envs": {**spec.envs, **extra}})
 
     def _run_task(self, index: int, task: Task, cluster: str) -> tuple[ManagedStatus, str]:
-        from skyc.apply.launch import end_cluster_jobs
-
-        recovery = self.job.spec.recovery
         spec = self._spec(task, index)
-        info, attempt, run_id = self._resume(cluster)
-        blocked: list[Blocked] = []
-        pin: str | None = None
+        run = _TaskRun(index, *self._resume(cluster))
         while True:
             self._check_cancel()
-            if info is None:
-                try:
-                    info, placement = self._provision(task, cluster, blocked, pin)
-                except NO_RESOURCE as exc:
-                    return "FAILED_NO_RESOURCE", exc.message
-                attempt = self.store.open_attempt(self.job_id, index, cluster,
-                                                  placement.infra, placement.hourly_cost)
-            assert attempt is not None
-            if run_id is None:
-                self._check_cancel()
-                result = self._submit(info, spec)
-                if result.status == "FAILED_SETUP":
-                    return "FAILED_SETUP", result.describe_failure()
-                run_id = result.job_id
-                self.store.set_attempt_job(attempt, run_id)
-                self.store.set_status(
-                    self.job_id, "RUNNING", f"running on cluster {cluster} (job {run_id})",
-                    {"cluster": cluster, "infra": _infra(info)}, cluster=cluster,
-                    cluster_job=run_id)
-            verdict = self._watch(info, run_id)
+            ended = self._ensure_run(run, task, spec, cluster)
+            if ended is not None:
+                return ended
+            assert run.info is not None and run.run_id is not None
+            verdict = self._watch(run.info, run.run_id)
             # a lost node does not answer: wait for it briefly, not a booting node's while
-            self._save_logs(info, run_id, attempt,
+            assert run.attempt is not None
+            self._save_logs(run.info, run.run_id, run.attempt,
                             connect_timeout=LOST_NODE_WAIT_S if verdict.state == "lost" else None)
-            if verdict.state == "succeeded":
-                self.store.close_attempt(attempt, "SUCCEEDED")
-                return "SUCCEEDED", verdict.why
-            if verdict.state == "cancelled":
-                raise Cancelled("cancelled")
-            if verdict.state == "failed_setup":
-                return "FAILED_SETUP", verdict.why
-            preempted = verdict.state == "lost" or (
-                verdict.exit_code in recovery.recover_on_exit_codes)
-            if preempted and recovery.strategy == "NONE":
-                return "FAILED", f"{verdict.why} (job_recovery strategy NONE: no recovery)"
-            if preempted:
-                where = _infra(info)
-                why = verdict.why
-                if verdict.state == "lost":  # and what the cloud says of the nodes
-                    from skyc.apply.reconcile import cloud_view
+            ended = self._on_verdict(verdict, run, cluster)
+            if ended is not None:
+                return ended
 
-                    why += cloud_view(cluster)
-                self.store.close_attempt(attempt, f"PREEMPTED: {why}")
-                self.store.set_status(
-                    self.job_id, "RECOVERING",
-                    f"{why}; recovering ({recovery.strategy})",
-                    {"cluster": cluster, "infra": where, "why": why},
-                    recoveries=self.job.recoveries + 1, cluster_job=None)
-                with contextlib.suppress(SkycError, OSError):
-                    end_cluster_jobs(cluster, for_job=self.job_id)
-                self._down(cluster)
-                blocked, pin = _next_scope(info, recovery.strategy)
-                info, attempt, run_id = None, None, None
-                continue
-            restarts = self.job.restarts
-            if restarts >= recovery.max_restarts_on_errors:
-                return "FAILED", verdict.why
-            self._stop_run(info, run_id)
+    def _ensure_run(self, run: _TaskRun, task: Task, spec: JobSpec,
+                    cluster: str) -> tuple[ManagedStatus, str] | None:
+        """A cluster (provisioned when there is none) and a run on it (submitted when
+        there is none); the task's end when either cannot be had."""
+        if run.info is None:
+            try:
+                run.info, placement = self._provision(task, cluster, run.blocked, run.pin)
+            except NO_RESOURCE as exc:
+                return "FAILED_NO_RESOURCE", exc.message
+            run.attempt = self.store.open_attempt(self.job_id, run.index, cluster,
+                                                  placement.infra, placement.hourly_cost)
+        assert run.attempt is not None
+        if run.run_id is None:
+            self._check_cancel()
+            result = self._submit(run.info, spec)
+            if result.status == "FAILED_SETUP":
+                return "FAILED_SETUP", result.describe_failure()
+            run.run_id = result.job_id
+            self.store.set_attempt_job(run.attempt, run.run_id)
             self.store.set_status(
-                self.job_id, "RECOVERING",
-                f"{verdict.why}; restart {restarts + 1} of "
-                f"{recovery.max_restarts_on_errors}",
-                {"cluster": cluster, "infra": _infra(info), "why": verdict.why},
-                restarts=restarts + 1, cluster_job=None)
-            run_id = None
+                self.job_id, "RUNNING", f"running on cluster {cluster} (job {run.run_id})",
+                {"cluster": cluster, "infra": _infra(run.info)}, cluster=cluster,
+                cluster_job=run.run_id)
+        return None
+
+    def _on_verdict(self, verdict: Verdict, run: _TaskRun,
+                    cluster: str) -> tuple[ManagedStatus, str] | None:
+        """The task's end, or None after arranging its next run (recovered or restarted)."""
+        assert run.info is not None and run.attempt is not None and run.run_id is not None
+        if verdict.state == "succeeded":
+            self.store.close_attempt(run.attempt, "SUCCEEDED")
+            return "SUCCEEDED", verdict.why
+        if verdict.state == "cancelled":
+            raise Cancelled("cancelled")
+        if verdict.state == "failed_setup":
+            return "FAILED_SETUP", verdict.why
+        recovery = self.job.spec.recovery
+        preempted = verdict.state == "lost" or (
+            verdict.exit_code in recovery.recover_on_exit_codes)
+        if preempted and recovery.strategy == "NONE":
+            return "FAILED", f"{verdict.why} (job_recovery strategy NONE: no recovery)"
+        if preempted:
+            self._recover(verdict, run, cluster)
+            return None
+        restarts = self.job.restarts
+        if restarts >= recovery.max_restarts_on_errors:
+            return "FAILED", verdict.why
+        self._stop_run(run.info, run.run_id)
+        self.store.set_status(
+            self.job_id, "RECOVERING",
+            f"{verdict.why}; restart {restarts + 1} of {recovery.max_restarts_on_errors}",
+            {"cluster": cluster, "infra": _infra(run.info), "why": verdict.why},
+            restarts=restarts + 1, cluster_job=None)
+        run.run_id = None
+        return None
+
+    def _recover(self, verdict: Verdict, run: _TaskRun, cluster: str) -> None:
+        """A preempted run: its attempt closed, its cluster down, the next placement's
+        scope chosen by the recovery strategy."""
+        from skyc.apply.launch import end_cluster_jobs
+
+        assert run.info is not None and run.attempt is not None
+        strategy = self.job.spec.recovery.strategy
+        where = _infra(run.info)
+        why = verdict.why
+        if verdict.state == "lost":  # and what the cloud says of the nodes
+            from skyc.apply.reconcile import cloud_view
+
+            why += cloud_view(cluster)
+        self.store.close_attempt(run.attempt, f"PREEMPTED: {why}")
+        self.store.set_status(
+            self.job_id, "RECOVERING", f"{why}; recovering ({strategy})",
+            {"cluster": cluster, "infra": where, "why": why},
+            recoveries=self.job.recoveries + 1, cluster_job=None)
+        with contextlib.suppress(SkycError, OSError):
+            end_cluster_jobs(cluster, for_job=self.job_id)
+        self._down(cluster)
+        run.blocked, run.pin = _next_scope(run.info, strategy)
+        run.info, run.attempt, run.run_id = None, None, None
 
     def _resume(self, cluster: str) -> tuple[ClusterInfo | None, int | None, int | None]:
         """What a controller before this one left: the cluster, its open attempt, the
