@@ -27,38 +27,52 @@ class Verdict:
     node: str | None = None
 
 
+def _node_end(node: str, table: list[dict[str, Any]] | None,
+              job_id: int) -> Verdict | dict[str, Any]:
+    """A verdict one node settles by itself (lost, setup failed, killed), or its record
+    of the job."""
+    if table is None:
+        return Verdict("lost", f"node {node} does not answer", node=node)
+    mine = [j for j in table if j.get("job_id") == job_id]
+    if not mine:
+        return Verdict("lost", f"node {node} no longer has the job", node=node)
+    job = mine[0]
+    status, code = job.get("status"), job.get("exit_code")
+    if status == "FAILED_SETUP":
+        return Verdict("failed_setup", f"setup exited with code {code} on {node}",
+                       exit_code=code, node=node)
+    if status == "FAILED" and job.get("cancelled") is None and code in (None, 0):
+        return Verdict("lost", f"the run on node {node} ended without an exit code "
+                       "(its processes were killed)", node=node)
+    return job
+
+
+def _cancelled(reason: Any, node: str) -> Verdict:
+    if reason == "user":
+        return Verdict("cancelled", f"cancelled on {node}", node=node)
+    return Verdict("lost", f"the run on node {node} was stopped ({reason})", node=node)
+
+
 def _judge(tables: dict[str, list[dict[str, Any]] | None], job_id: int) -> Verdict:
     failed: Verdict | None = None
+    cancelled: Verdict | None = None
     running = False
-    cancelled = None
     for node, table in tables.items():
-        if table is None:
-            return Verdict("lost", f"node {node} does not answer", node=node)
-        mine = [j for j in table if j.get("job_id") == job_id]
-        if not mine:
-            return Verdict("lost", f"node {node} no longer has the job", node=node)
-        job = mine[0]
-        status, code, reason = job.get("status"), job.get("exit_code"), job.get("cancelled")
-        if status == "FAILED_SETUP":
-            return Verdict("failed_setup", f"setup exited with code {code} on {node}",
-                           exit_code=code, node=node)
-        if status == "FAILED" and reason is None and code in (None, 0):
-            return Verdict("lost", f"the run on node {node} ended without an exit code "
-                           "(its processes were killed)", node=node)
+        job = _node_end(node, table, job_id)
+        if isinstance(job, Verdict):
+            return job
+        status, code = job.get("status"), job.get("exit_code")
         if status == "FAILED" and failed is None:
             failed = Verdict("failed", f"the run exited with code {code} on {node}",
                              exit_code=code, node=node)
         elif status == "CANCELLED":
-            cancelled = cancelled or (reason, node)
+            cancelled = cancelled or _cancelled(job.get("cancelled"), node)
         elif status != "SUCCEEDED":
             running = True
     if failed is not None:
         return failed
     if cancelled is not None:
-        reason, node = cancelled
-        if reason == "user":
-            return Verdict("cancelled", f"cancelled on {node}", node=node)
-        return Verdict("lost", f"the run on node {node} was stopped ({reason})", node=node)
+        return cancelled
     if running:
         return Verdict("running", "running")
     return Verdict("succeeded", "every node exited 0")
