@@ -60,20 +60,9 @@ class _Writer:
                 return self.value(value.values, depth)
             return self.call(value.args[ENGINE], [], value.values, depth)
         if isinstance(value, dict):
-            if not value:
-                return "{}"
-            pad = _INDENT * (depth + 1)
-            items = [f"{pad}{json.dumps(str(k))}: {self.value(v, depth + 1)}," for k, v in
-                     sorted(value.items())]
-            return "{\n" + "\n".join(items) + "\n" + _INDENT * depth + "}"
+            return self._dict(value, depth)
         if isinstance(value, list | tuple):
-            if not value:
-                return "[]"
-            parts = [self.value(v, depth + 1) for v in value]
-            if all("\n" not in p for p in parts) and sum(len(p) for p in parts) < 60:
-                return "[" + ", ".join(parts) + "]"
-            pad = _INDENT * (depth + 1)
-            return "[\n" + "\n".join(f"{pad}{p}," for p in parts) + "\n" + _INDENT * depth + "]"
+            return self._list(value, depth)
         if value is None or isinstance(value, bool):
             return repr(value)
         if isinstance(value, int | float):
@@ -82,6 +71,23 @@ class _Writer:
             return json.dumps(value)
         raise EngineError(f"stack {self.stack.name}: cannot write {type(value).__name__} "
                           "into a Pulumi program")
+
+    def _dict(self, value: dict[Any, Any], depth: int) -> str:
+        if not value:
+            return "{}"
+        pad = _INDENT * (depth + 1)
+        items = [f"{pad}{json.dumps(str(k))}: {self.value(v, depth + 1)}," for k, v in
+                 sorted(value.items())]
+        return "{\n" + "\n".join(items) + "\n" + _INDENT * depth + "}"
+
+    def _list(self, value: list[Any] | tuple[Any, ...], depth: int) -> str:
+        if not value:
+            return "[]"
+        parts = [self.value(v, depth + 1) for v in value]
+        if all("\n" not in p for p in parts) and sum(len(p) for p in parts) < 60:
+            return "[" + ", ".join(parts) + "]"
+        pad = _INDENT * (depth + 1)
+        return "[\n" + "\n".join(f"{pad}{p}," for p in parts) + "\n" + _INDENT * depth + "]"
 
     def call(self, class_path: str, positional: list[str], kwargs: dict[str, Any],
              depth: int, extra: list[str] | None = None) -> str:
