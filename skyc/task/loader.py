@@ -248,6 +248,71 @@ def _pool_problems(task: Task, shown: str, lines: LineMap) -> list[SpecProblem]:
     return out
 
 
+class _Inputs(NamedTuple):
+    """What the command line adds to every document of a file."""
+
+    env: Mapping[str, str]
+    secrets: Mapping[str, str | None]
+    require_values: bool
+    overrides: Mapping[str, Any]
+
+
+def _split_header(docs: list[tuple[Any, LineMap]], shown: str) -> tuple[
+        JobGroupHeader | None, list[tuple[Any, LineMap]], int, list[SpecProblem]]:
+    """(the job group's header, the task documents, the first one's number, problems)."""
+    if not _is_header(docs[0][0], len(docs)):
+        return None, docs, 1, []
+    try:
+        return JobGroupHeader.model_validate(docs[0][0]), docs[1:], 2, []
+    except ValidationError as exc:
+        return None, docs[1:], 2, problems_from(exc, JobGroupHeader, shown, docs[0][1])
+
+
+def _validated(doc: Any, number: int, lines: LineMap, shown: str,
+               inputs: _Inputs) -> Task | list[SpecProblem]:
+    """One document as a task, or why it is not one."""
+    if not isinstance(doc, dict):
+        kind = "empty" if doc is None else f"a {type(doc).__name__}, not a mapping"
+        return [SpecProblem(file=shown, path="", line=lines.get(()),
+                            message=f"document {number} is {kind}")]
+    try:
+        doc = apply_to_document(doc, inputs.overrides)
+        return Task.model_validate(_apply_overrides(doc, inputs.env, inputs.secrets))
+    except ValidationError as exc:
+        return problems_from(exc, Task, shown, lines)
+    except RecursionError:
+        return [SpecProblem(file=shown, path="", line=lines.get(()),
+                            message=f"document {number} is nested too deeply")]
+
+
+def _task_problems(task: Task, shown: str, lines: LineMap, inputs: _Inputs) -> tuple[
+        Task, list[SpecProblem], list[SpecProblem]]:
+    """(the task as it will run, its errors, its warnings)."""
+    errors: list[SpecProblem] = []
+    warnings: list[SpecProblem] = []
+    unset = {k for k, v in inputs.secrets.items() if v is None and k not in os.environ}
+    found = _null_values(
+        task, shown, lines, "error" if inputs.require_values else "warning", unset
+    )
+    (errors if inputs.require_values else warnings).extend(found)
+    errors += _pool_problems(task, shown, lines)
+    if task.pool is not None and task.run is not None:
+        # As SkyPilot: a pool's workers only set up; the jobs submitted to it run.
+        warnings.append(SpecProblem(
+            file=shown, path="run", line=lines.get(("run",)), severity="warning",
+            message="a pool's workers run no run section (the jobs submitted to the "
+                    "pool do): it is ignored; move the commands to setup or to the "
+                    "job's own task file"))
+        task = task.model_copy(update={"run": None})
+    if task.service is not None:
+        warnings.append(SpecProblem(
+            file=shown, path="service", line=lines.get(("service",)), severity="warning",
+            message="skyc does not serve models; the 'service' section is ignored",
+        ))
+    warnings += _not_honoured(task, shown, lines)
+    return task, errors, warnings
+
+
 def load_tasks(
     path: str | Path,
     *,
@@ -263,55 +328,19 @@ def load_tasks(
     of every task before it is validated."""
     path = Path(path)
     shown = str(path)
-    docs = _documents(read_text(path, shown), shown)
-    errors: list[SpecProblem] = []
+    inputs = _Inputs(env or {}, secrets or {}, require_values, overrides or {})
+    header, docs, first, errors = _split_header(
+        _documents(read_text(path, shown), shown), shown)
     warnings: list[SpecProblem] = []
-    header: JobGroupHeader | None = None
-    first = 1
-    if _is_header(docs[0][0], len(docs)):
-        try:
-            header = JobGroupHeader.model_validate(docs[0][0])
-        except ValidationError as exc:
-            errors += problems_from(exc, JobGroupHeader, shown, docs[0][1])
-        docs = docs[1:]
-        first = 2
     tasks: list[Task] = []
     for number, (doc, lines) in enumerate(docs, start=first):
-        if not isinstance(doc, dict):
-            kind = "empty" if doc is None else f"a {type(doc).__name__}, not a mapping"
-            errors.append(SpecProblem(file=shown, path="", line=lines.get(()),
-                                      message=f"document {number} is {kind}"))
+        task = _validated(doc, number, lines, shown, inputs)
+        if isinstance(task, list):
+            errors += task
             continue
-        try:
-            doc = apply_to_document(doc, overrides or {})
-            task = Task.model_validate(_apply_overrides(doc, env or {}, secrets or {}))
-        except ValidationError as exc:
-            errors += problems_from(exc, Task, shown, lines)
-            continue
-        except RecursionError:
-            errors.append(SpecProblem(file=shown, path="", line=lines.get(()),
-                                      message=f"document {number} is nested too deeply"))
-            continue
-        unset = {k for k, v in (secrets or {}).items() if v is None and k not in os.environ}
-        found = _null_values(
-            task, shown, lines, "error" if require_values else "warning", unset
-        )
-        (errors if require_values else warnings).extend(found)
-        errors += _pool_problems(task, shown, lines)
-        if task.pool is not None and task.run is not None:
-            # As SkyPilot: a pool's workers only set up; the jobs submitted to it run.
-            warnings.append(SpecProblem(
-                file=shown, path="run", line=lines.get(("run",)), severity="warning",
-                message="a pool's workers run no run section (the jobs submitted to the "
-                        "pool do): it is ignored; move the commands to setup or to the "
-                        "job's own task file"))
-            task = task.model_copy(update={"run": None})
-        if task.service is not None:
-            warnings.append(SpecProblem(
-                file=shown, path="service", line=lines.get(("service",)), severity="warning",
-                message="skyc does not serve models; the 'service' section is ignored",
-            ))
-        warnings += _not_honoured(task, shown, lines)
+        task, task_errors, task_warnings = _task_problems(task, shown, lines, inputs)
+        errors += task_errors
+        warnings += task_warnings
         tasks.append(task)
     if errors:
         raise TaskSpecError(sorted(errors, key=lambda p: p.line or 0))
