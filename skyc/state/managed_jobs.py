@@ -19,7 +19,8 @@ from skyc.jobs.records import (
     ManagedStatus,
     TrailEvent,
 )
-from skyc.state.database import StateDB, _dump, _load
+from skyc.state.database import StateDB
+from skyc.state.records import dump_payload, load_payload
 
 _COLUMNS = frozenset({
     "name", "status", "task_index", "restarts", "recoveries", "cluster", "cluster_job",
@@ -42,7 +43,7 @@ class ManagedJobStore:
             cur = conn.execute(
                 "INSERT INTO managed_jobs (name, status, task_path, spec, num_tasks,"
                 " submitted_at, updated_at) VALUES (?, 'PENDING', ?, ?, ?, ?, ?)",
-                (name, task_path, _dump(spec.model_dump(mode="json")), num_tasks, now, now))
+                (name, task_path, dump_payload(spec.model_dump(mode="json")), num_tasks, now, now))
             job_id = int(cur.lastrowid or 0)
             conn.execute("INSERT INTO managed_events (job, ts, status, message) VALUES"
                          " (?, ?, 'PENDING', 'submitted')", (job_id, now))
@@ -92,7 +93,7 @@ class ManagedJobStore:
             conn.execute(
                 "INSERT INTO managed_events (job, ts, status, message, data)"
                 " VALUES (?, ?, ?, ?, ?)",
-                (job_id, now, status, message, None if data is None else _dump(data)))
+                (job_id, now, status, message, None if data is None else dump_payload(data)))
 
     def request_cancel(self, job_id: int) -> None:
         with self.db.transaction() as conn:
@@ -149,7 +150,7 @@ class ManagedJobStore:
                              (job_id,))
         return [TrailEvent(id=r["id"], job=r["job"], ts=r["ts"], status=r["status"],
                            message=r["message"],
-                           data=_load(r["data"], f"managed job {r['job']} event"))
+                           data=load_payload(r["data"], f"managed job {r['job']} event"))
                 for r in rows]
 
     def cost(self, job_id: int) -> float:
@@ -161,7 +162,7 @@ class ManagedJobStore:
 def _job(row: Any) -> ManagedJob:
     doc = dict(row)
     doc["spec"] = JobSpecDoc.model_validate(
-        _load(doc.pop("spec"), f"managed job {doc['id']} spec") or {})
+        load_payload(doc.pop("spec"), f"managed job {doc['id']} spec") or {})
     doc["cancel_requested"] = bool(doc["cancel_requested"])
     doc.pop("updated_at", None)
     return ManagedJob.model_validate(doc)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-import skyc.state.database
+import skyc.state.dbfile
 from skyc.jobs.lease import Lease
 from skyc.jobs.records import JobSpecDoc
 from skyc.state.managed_jobs import ManagedJobStore
@@ -28,7 +28,7 @@ from skyc.state.managed_jobs import ManagedJobStore
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ManagedJobStore]:
     monkeypatch.setenv("SKYC_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(skyc.state.database, "BUSY_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(skyc.state.dbfile, "BUSY_TIMEOUT_S", 0.1)
     opened = ManagedJobStore()
     try:
         yield opened
@@ -99,12 +99,12 @@ def test_a_job_row_the_controller_cannot_read_does_not_end_its_supervision(
 
     from skyc.jobs import handoff
     from skyc.jobs.daemon import Daemon
-    from skyc.state.database import _dump
+    from skyc.state.records import dump_payload
 
     job_id = _job(store)
     with store.db.transaction() as conn:
         conn.execute("UPDATE managed_jobs SET spec = ?, status = 'RUNNING' WHERE id = ?",
-                     (_dump({"cwd": ".", "priority": 3}), job_id))
+                     (dump_payload({"cwd": ".", "priority": 3}), job_id))
     log = io.StringIO()
     daemon = Daemon(log, idle_s=60)
     daemon.poll_s = 0.05

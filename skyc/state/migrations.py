@@ -1,0 +1,174 @@
+"""The state database's schema and its migrations: the version lives in ``PRAGMA
+user_version``, and :data:`MIGRATIONS` brings an older database up to date when it is
+opened."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from skyc.errors import StateError
+
+# -- schema migrations -------------------------------------------------------
+
+
+def _run_statements(conn: sqlite3.Connection, sql: str) -> None:
+    # One statement at a time: executescript() would commit the open transaction.
+    for statement in sql.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _m1_initial(conn: sqlite3.Connection) -> None:
+    _run_statements(conn, _M1_SQL)
+
+
+_M1_SQL = """
+        CREATE TABLE clusters (
+            name TEXT PRIMARY KEY,
+            status TEXT NOT NULL,
+            cloud TEXT NOT NULL,
+            region TEXT,
+            zone TEXT,
+            placement TEXT NOT NULL,
+            workspace TEXT,
+            engine TEXT,
+            nodes TEXT NOT NULL,
+            launched_at REAL,
+            hourly_cost REAL NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            cluster TEXT NOT NULL,
+            name TEXT,
+            status TEXT NOT NULL,
+            submitted_at REAL NOT NULL,
+            started_at REAL,
+            ended_at REAL,
+            exit_codes TEXT NOT NULL,
+            log_path TEXT
+        );
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            cluster TEXT NOT NULL,
+            ts REAL NOT NULL,
+            kind TEXT NOT NULL,
+            message TEXT NOT NULL,
+            data TEXT
+        );
+"""
+
+
+def _m2_last_job_and_indexes(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE clusters ADD COLUMN last_job INTEGER")
+    conn.execute("CREATE INDEX jobs_by_cluster ON jobs (cluster, id)")
+    conn.execute("CREATE INDEX events_by_cluster ON events (cluster, id)")
+    conn.execute(
+        "UPDATE clusters SET last_job = "
+        "(SELECT MAX(id) FROM jobs WHERE jobs.cluster = clusters.name)"
+    )
+
+
+def _m3_cluster_job_ids(conn: sqlite3.Connection) -> None:
+    """Jobs carry the id their cluster gave them (the one queue and logs accept)."""
+    conn.execute("ALTER TABLE jobs ADD COLUMN job_id INTEGER")
+    conn.execute("CREATE UNIQUE INDEX jobs_by_cluster_job ON jobs (cluster, job_id)")
+
+
+def _m4_managed_jobs(conn: sqlite3.Connection) -> None:
+    """Managed jobs, their attempts and their trail: history that outlives clusters."""
+    _run_statements(conn, _M4_SQL)
+
+
+_M4_SQL = """
+        CREATE TABLE managed_jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT,
+            status TEXT NOT NULL,
+            task_path TEXT NOT NULL,
+            spec TEXT NOT NULL,
+            num_tasks INTEGER NOT NULL DEFAULT 1,
+            task_index INTEGER NOT NULL DEFAULT 0,
+            restarts INTEGER NOT NULL DEFAULT 0,
+            recoveries INTEGER NOT NULL DEFAULT 0,
+            cluster TEXT,
+            cluster_job INTEGER,
+            failure TEXT,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_until REAL,
+            controller_pid INTEGER,
+            submitted_at REAL NOT NULL,
+            started_at REAL,
+            ended_at REAL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE managed_attempts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            job INTEGER NOT NULL REFERENCES managed_jobs (id) ON DELETE CASCADE,
+            task_index INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            infra TEXT,
+            hourly_cost REAL NOT NULL DEFAULT 0,
+            cluster_job INTEGER,
+            outcome TEXT,
+            started_at REAL NOT NULL,
+            ended_at REAL
+        );
+        CREATE TABLE managed_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            job INTEGER NOT NULL REFERENCES managed_jobs (id) ON DELETE CASCADE,
+            ts REAL NOT NULL,
+            status TEXT NOT NULL,
+            message TEXT NOT NULL,
+            data TEXT
+        );
+        CREATE INDEX managed_attempts_by_job ON managed_attempts (job, id);
+        CREATE INDEX managed_events_by_job ON managed_events (job, id)
+"""
+
+
+# MIGRATIONS[i] takes a database from user_version i to i + 1.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m1_initial,
+    _m2_last_job_and_indexes,
+    _m3_cluster_job_ids,
+    _m4_managed_jobs,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def newer_schema_error(version: int) -> StateError:
+    return StateError(
+        f"state database schema version {version} is newer than this skyc "
+        f"understands ({SCHEMA_VERSION})",
+        hint="upgrade skyc, or point SKYC_HOME at another directory",
+    )
+
+
+def migrate(conn: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:
+    """Apply pending migrations (in one write transaction); return the new version."""
+    version = user_version(conn)
+    if version > SCHEMA_VERSION:
+        raise newer_schema_error(version)
+    if version >= upto:
+        return version
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = user_version(conn)
+        if version > SCHEMA_VERSION:
+            raise newer_schema_error(version)
+        for step in range(version, upto):
+            MIGRATIONS[step](conn)
+            conn.execute(f"PRAGMA user_version = {step + 1}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return max(version, upto)
