@@ -40,7 +40,7 @@ from skyc.errors import (
     ProvisionError,
     SkycError,
 )
-from skyc.jobs.lease import Lease
+from skyc.jobs.lease import Lease, holder_gone
 from skyc.jobs.probe import Verdict, probe
 from skyc.jobs.records import ManagedJob, ManagedStatus
 from skyc.state.managed_jobs import ManagedJobStore
@@ -525,32 +525,9 @@ def _absolute_paths(spec: JobSpec, cwd: Path) -> JobSpec:
     return spec.model_copy(update={"workdir": workdir, "file_mounts": mounts})
 
 
-def holder_gone(job: ManagedJob) -> bool:
-    """True when the job's lease holder was a process of this machine that has died."""
-    pid = job.controller_pid
-    if job.lease_owner is None or pid is None:
-        return False
-    return job.lease_owner.startswith(os.uname().nodename + ":") and not _running(pid)
-
-
 def _wait_for(job: ManagedJob, ttl: float) -> float:
     """How long to wait for the lease: until it expires when its holder is a process
     of this machine that has died, not at all otherwise."""
     if not holder_gone(job):
         return 0.0
     return max(0.0, (job.lease_until or 0) - time.time()) + ttl / 3
-
-
-def _running(pid: int) -> bool:
-    """True while ``pid`` runs on this machine (a zombie has stopped running)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -14,9 +14,11 @@ import sqlite3
 import threading
 import time
 import uuid
+from pathlib import Path
 from types import TracebackType
 
 from skyc.errors import LeaseHeld, SkycError
+from skyc.jobs.records import ManagedJob
 from skyc.state.managed_jobs import ManagedJobStore
 
 DEFAULT_TTL_S = 30.0
@@ -86,3 +88,34 @@ class Lease:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+
+def holder_gone(job: ManagedJob) -> bool:
+    """True when the job's lease holder was a process of this machine that has died."""
+    pid = job.controller_pid
+    if job.lease_owner is None or pid is None:
+        return False
+    return job.lease_owner.startswith(os.uname().nodename + ":") and not _running(pid)
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` runs on this machine (a zombie has stopped running)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def controller_alive(job: ManagedJob, now: float | None = None) -> bool:
+    """True while a controller holds the job's lease: it has not expired, and its
+    holder, when it is a process of this machine, still runs."""
+    now = time.time() if now is None else now
+    return (job.lease_owner is not None and (job.lease_until or 0) > now
+            and not holder_gone(job))

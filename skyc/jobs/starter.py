@@ -71,7 +71,7 @@ def hand_off(job_id: int, secrets: Mapping[str, str], envs: Mapping[str, str],
 def unsupervised(jobs: list[ManagedJob], now: float | None = None) -> list[ManagedJob]:
     """Unfinished jobs no live controller holds: a free or expired lease, or one
     whose holder was a process of this machine that is gone."""
-    from skyc.jobs.submit import controller_alive
+    from skyc.jobs.lease import controller_alive
 
     return [j for j in jobs if not j.done and not controller_alive(j, now)]
 

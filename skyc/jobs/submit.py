@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from skyc.errors import ConfigError, SkycError
 from skyc.jobs.controller import managed_log_dir
+from skyc.jobs.lease import controller_alive
 from skyc.jobs.records import JobSpecDoc, ManagedJob, Recovery
 from skyc.state.managed_jobs import ManagedJobStore
 
@@ -115,16 +116,6 @@ def read_secrets(text: str) -> dict[str, dict[str, str]]:
                           hint="give no stdin (or an empty one) when the task has no "
                           "secrets") from None
     return {key: {str(k): str(v) for k, v in part.items()} for key, part in parts.items()}
-
-
-def controller_alive(job: ManagedJob, now: float | None = None) -> bool:
-    """True while a controller holds the job's lease: it has not expired, and its
-    holder, when it is a process of this machine, still runs."""
-    from skyc.jobs.controller import holder_gone
-
-    now = time.time() if now is None else now
-    return (job.lease_owner is not None and (job.lease_until or 0) > now
-            and not holder_gone(job))
 
 
 def cancel(job_ids: list[int], *, wait_s: float = 300.0) -> list[tuple[int, str]]:
