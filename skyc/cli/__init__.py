@@ -208,7 +208,7 @@ def _register_commands() -> None:
 # reading every module's source (tests check this against what the modules register).
 # A command missing here still runs: its module is then found by reading the sources.
 COMMAND_MODULES = {
-    "validate": "cmd_task", "schema": "cmd_task",
+    "validate": "cmd_task", "schema": "cmd_schema",
     "plan": "cmd_plan", "check": "cmd_plan", "catalog": "cmd_plan",
     "show-gpus": "cmd_gpus",
     "compile": "cmd_stacks", "destroy": "cmd_stacks", "down": "cmd_stacks",

@@ -20,9 +20,11 @@ from skyc.cli.options import (
     memory_option,
     one_infra,
 )
+from skyc.schemas import versions
 
 if TYPE_CHECKING:
     from skyc.model.nodes import ClusterInfo
+    from skyc.runtime import JobResult, JobSpec
     from skyc.task import Task
 
 
@@ -133,20 +135,35 @@ def exec_cmd(
                                      help="Run setup even when it has not changed."),
 ) -> None:
     """Sync the task's workdir and run its setup and run commands on num_nodes nodes."""
+    from skyc.task.overrides import resource_overrides
+
+    # The task is judged first: before the cluster is looked up or locked.
+    overrides = resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
+                                   instance_type=instance_type, num_nodes=num_nodes)
+    the_task, spec = _exec_task(task, env_values(env_file, env), secret, overrides)
+    info = load_cluster(cluster)
+    _check_infra(cluster, info, one_infra(infra))
+    from skyc.task.inline import is_task_file
+
+    _check_fits(Path(task) if is_task_file(task) else Path("<command line>"), cluster, info,
+                the_task)
+    result = _run_on_cluster(cluster, info, the_task, _on_every_host(spec, cluster, info),
+                             detach=detach, rerun_setup=rerun_setup)
+    if detach and result.ok:
+        _watch_detached(cluster, info, result)
+    result.raise_for_status()
+
+
+def _exec_task(task: str, envs: dict[str, str], secret: list[str],
+               overrides: dict[str, Any]) -> tuple[Task, JobSpec]:
+    """The one task ``exec`` runs, from its file or the command given, checked as apply
+    checks it; and its job spec."""
     from skyc.apply.preflight import check_task
     from skyc.errors import UnsupportedFeature
-    from skyc.runtime import job_spec_from_task, run_job
-    from skyc.state.database import StateDB
-    from skyc.state.job_records import JobRecorder, interrupted
+    from skyc.runtime import job_spec_from_task
     from skyc.task import load_tasks, parse_secret_flags
     from skyc.task.inline import inline_task, is_task_file
 
-    # The task is judged first: before the cluster is looked up or locked.
-    from skyc.task.overrides import resource_overrides
-
-    overrides = resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
-                                   instance_type=instance_type, num_nodes=num_nodes)
-    envs = env_values(env_file, env)
     if is_task_file(task):
         task_file = load_tasks(Path(task), env=envs, secrets=parse_secret_flags(secret),
                                require_values=True, overrides=overrides)
@@ -158,14 +175,19 @@ def exec_cmd(
             f"{task}: holds {len(task_file.tasks)} tasks; exec runs a single task")
     the_task = task_file.tasks[0]
     check_task(the_task)
-    spec = job_spec_from_task(the_task)
-    info = load_cluster(cluster)
-    _check_infra(cluster, info, one_infra(infra))
-    _check_fits(Path(task) if is_task_file(task) else Path("<command line>"), cluster, info,
-                the_task)
-    spec = _on_every_host(spec, cluster, info)
+    return the_task, job_spec_from_task(the_task)
+
+
+def _run_on_cluster(cluster: str, info: ClusterInfo, task: Task, spec: JobSpec, *,
+                    detach: bool, rerun_setup: bool) -> JobResult:
+    """Run ``task`` (as ``spec``) on the cluster's nodes, under its lock; recorded in
+    the state database when skyc knows the cluster."""
+    from skyc.runtime import run_job
+    from skyc.state.database import StateDB
+    from skyc.state.job_records import JobRecorder, interrupted
+
     with StateDB() as db:
-        recorder = JobRecorder(db, cluster, the_task.name,
+        recorder = JobRecorder(db, cluster, task.name,
                                announce=None if detach else _announce) \
             if db.get_cluster(cluster) else None
         try:
@@ -176,15 +198,18 @@ def exec_cmd(
             raise interrupted(cluster, recorder.job_id if recorder else None) from None
         if recorder is not None:
             recorder.finished(result)
-    if detach and result.ok:
-        from skyc.cli.output import err_console
-        from skyc.runtime.watch import start_watcher
+    return result
 
-        start_watcher(info, result.job_id, Path(result.log_dir))
-        err_console.print(
-            f"job {result.job_id} started; follow it with: skyc logs {cluster} "
-            f"{result.job_id} --follow", highlight=False, markup=False)
-    result.raise_for_status()
+
+def _watch_detached(cluster: str, info: ClusterInfo, result: JobResult) -> None:
+    """A detached run goes on: its watcher records how it ends; say how to follow it."""
+    from skyc.cli.output import err_console
+    from skyc.runtime.watch import start_watcher
+
+    start_watcher(info, result.job_id, Path(result.log_dir))
+    err_console.print(
+        f"job {result.job_id} started; follow it with: skyc logs {cluster} "
+        f"{result.job_id} --follow", highlight=False, markup=False)
 
 
 def _announce(text: str) -> None:
@@ -205,18 +230,39 @@ def _reconcile(cluster: str, jobs: list[dict[str, Any]]) -> None:
 _FINISHED = ("SUCCEEDED", "FAILED", "CANCELLED", "FAILED_SETUP", "SETUP_DONE")
 
 
-def _job_rows(cluster: str) -> list[tuple[str, ...]]:
+def _job_rows(cluster: str) -> list[dict[str, Any]]:
+    """The cluster's jobs as ``queue --format json`` lists them (``skyc schema queue``)."""
     from skyc.runtime import queue
 
     jobs = queue(load_cluster(cluster))
     _reconcile(cluster, jobs)
-    rows: list[tuple[str, ...]] = []
-    for job in jobs:
-        when = datetime.datetime.fromtimestamp(job["submitted"] or 0).strftime("%Y-%m-%d %H:%M:%S")
-        nodes = ", ".join(f"{n}: {s}" for n, s in job["nodes"].items())
-        rows.append((cluster, str(job["job_id"]), str(job["name"] or "-"), when,
-                     str(job["status"]), nodes))
-    return rows
+    return [{"cluster": cluster, "id": int(job["job_id"]), "name": job["name"] or None,
+             "submitted_at": job["submitted"], "status": str(job["status"]),
+             "nodes": len(job["nodes"]),
+             "node_statuses": [{"node": n, "status": s} for n, s in job["nodes"].items()]}
+            for job in jobs]
+
+
+def _table_row(job: dict[str, Any]) -> tuple[str, ...]:
+    when = datetime.datetime.fromtimestamp(job["submitted_at"] or 0)
+    nodes = ", ".join(f"{n['node']}: {n['status']}" for n in job["node_statuses"])
+    return (job["cluster"], str(job["id"]), job["name"] or "-",
+            when.strftime("%Y-%m-%d %H:%M:%S"), job["status"], nodes)
+
+
+def _queue_names(clusters: list[str], all_clusters: bool) -> list[str]:
+    """The clusters named, or (none named, or --all) every cluster skyc knows of."""
+    from skyc.settings.config import skyc_home
+    from skyc.state.database import StateDB
+
+    names = list(clusters)
+    if names and not all_clusters:
+        return names
+    with StateDB() as db:
+        known = {c.name for c in db.list_clusters()}
+    root = skyc_home() / "clusters"
+    known |= {p.parent.name for p in root.glob("*/cluster.json")} if root.is_dir() else set()
+    return sorted(set(names) | known)
 
 
 def queue_cmd(
@@ -225,47 +271,36 @@ def queue_cmd(
     all_clusters: bool = typer.Option(False, "-a", "--all",
                                       help="Every cluster's jobs (the default with no CLUSTER)."),
     fmt: str = typer.Option("table", "--format", metavar="table|json",
-                            help="table, or json (format_version 1.0, jobs: the table's "
-                            "columns)."),
+                            help="table, or json (`skyc schema queue`: format_version "
+                            f"{versions.QUEUE})."),
 ) -> None:
     """List the jobs of a cluster, or of every cluster."""
     import json
 
     from skyc.cli.output import fitted_table, print_table, print_warning
     from skyc.errors import ConfigError, SkycError
-    from skyc.state.database import StateDB
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"--format {fmt}: expected 'table' or 'json'")
-    names = list(clusters or [])
-    if all_clusters or not names:
-        from skyc.settings.config import skyc_home
-
-        with StateDB() as db:
-            known = {c.name for c in db.list_clusters()}
-        root = skyc_home() / "clusters"
-        known |= {p.parent.name for p in root.glob("*/cluster.json")} if root.is_dir() else set()
-        names = sorted(set(names) | known)
-        if not names:
-            print_warning("no clusters; launch one with: skyc launch TASK")
-            if fmt == "json":
-                typer.echo(json.dumps({"format_version": "1.0", "jobs": []}))
-            return
-    rows: list[tuple[str, ...]] = []
+    names = _queue_names(list(clusters or []), all_clusters)
+    if not names:
+        print_warning("no clusters; launch one with: skyc launch TASK")
+    jobs: list[dict[str, Any]] = []
     for name in names:
         try:
-            rows += _job_rows(name)
+            jobs += _job_rows(name)
         except SkycError as exc:
             if clusters and not all_clusters:
                 raise
             print_warning(f"{name}: {exc}")
-    columns = ("CLUSTER", "ID", "NAME", "SUBMITTED", "STATUS", "NODES")
     if fmt == "json":
-        jobs = [dict(zip((c.lower() for c in columns), row, strict=True)) for row in rows]
-        typer.echo(json.dumps({"format_version": "1.0", "jobs": jobs}, indent=2,
+        typer.echo(json.dumps({"format_version": versions.QUEUE, "jobs": jobs}, indent=2,
                               sort_keys=True))
         return
-    print_table(fitted_table(None, columns, rows, drop=("NODES", "SUBMITTED")))
+    if names:
+        columns = ("CLUSTER", "ID", "NAME", "SUBMITTED", "STATUS", "NODES")
+        print_table(fitted_table(None, columns, [_table_row(j) for j in jobs],
+                                 drop=("NODES", "SUBMITTED")))
 
 
 _KEPT_CODES = {"SUCCEEDED": 0, "FAILED": 1, "FAILED_SETUP": 1, "CANCELLED": 143}
@@ -364,7 +399,9 @@ def cancel_cmd(
 
 
 def register(app: typer.Typer) -> None:
+    from skyc.cli.output import json_errors
+
     app.command("exec")(exec_cmd)
-    app.command("queue")(queue_cmd)
+    app.command("queue")(json_errors(queue_cmd, "queue"))
     app.command("logs")(logs_cmd)
     app.command("cancel")(cancel_cmd)

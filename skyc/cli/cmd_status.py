@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -10,6 +11,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
+from skyc.schemas import versions
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -17,9 +20,9 @@ if TYPE_CHECKING:
     from skyc.state.database import ClusterRecord, ClusterStatus, EventRecord, StateDB
 
 FORMATS = ("table", "json")
-# --format json: {"format_version", "clusters": [...], "orphans": [...]}; additions bump
-# the minor. 1.1: "orphans", the cluster workspaces the state has no record of.
-STATUS_JSON_VERSION = "1.1"
+# --format json: {"format_version", "clusters": [...], "orphans": [...]} (`skyc schema
+# status`; the version's history: skyc.schemas.versions).
+STATUS_JSON_VERSION = versions.STATUS
 
 
 Probe = Callable[["ClusterRecord"], "str | tuple[str, str]"]
@@ -113,6 +116,8 @@ def cluster_summary(db: StateDB, record: ClusterRecord, now: float) -> dict[str,
         "nodes": record.nodes,
         "engine": record.engine,
         "hourly_cost": record.hourly_cost,
+        "hourly_cost_total": record.hourly_cost,
+        "hourly_cost_per_node": round(record.hourly_cost / _node_count(record), 6),
         "autostop": autostop_setting(db, record.name),
         "launched_at": record.launched_at,
         "age_s": None if record.launched_at is None else round(now - record.launched_at, 1),
@@ -121,6 +126,14 @@ def cluster_summary(db: StateDB, record: ClusterRecord, now: float) -> dict[str,
             "name": last_job.name, "status": last_job.status,
         },
     }
+
+
+def _node_count(record: ClusterRecord) -> int:
+    """The nodes the cluster's price is for: the placement's (as plan counts them),
+    else the nodes recorded; at least 1."""
+    placed = record.placement.get("num_nodes")
+    count = placed if isinstance(placed, int) and placed > 0 else len(record.nodes)
+    return max(count, 1)
 
 
 def autostop_setting(db: StateDB, name: str) -> dict[str, Any] | None:
@@ -347,9 +360,12 @@ def state_adopt(
 
 
 def register(app: typer.Typer) -> None:
+    from skyc.cli.output import json_errors
+
     app.add_typer(state_app, name="state")
 
     @app.command("status")
+    @functools.partial(json_errors, document="status")
     def status(
         name: str | None = typer.Argument(None, metavar="CLUSTER", help="Show only this cluster."),
         verbose: bool = typer.Option(

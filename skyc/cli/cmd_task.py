@@ -1,4 +1,4 @@
-"""``skyc validate`` and ``skyc schema``."""
+"""``skyc validate`` (``skyc schema`` is in :mod:`skyc.cli.cmd_schema`)."""
 
 from __future__ import annotations
 
@@ -75,13 +75,5 @@ def _problem(problem: SpecProblem) -> dict[str, Any]:
             "severity": problem.severity}
 
 
-def schema() -> None:
-    """Print the JSON Schema of a task file (for editors: yaml-language-server)."""
-    from skyc.task.schema import task_json_schema
-
-    typer.echo(json.dumps(task_json_schema(), indent=2, sort_keys=True))
-
-
 def register(app: typer.Typer) -> None:
     app.command("validate")(validate)
-    app.command("schema")(schema)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from skyc.errors import SkycError
@@ -179,3 +179,32 @@ def print_text(text: str) -> None:
     """A line of prose on stdout (no markup): on a terminal, wrapped between words at
     its width; into a pipe or a file, one line whatever its length."""
     console.print(text, soft_wrap=not console.is_terminal, markup=False)
+
+
+def json_errors(command: Callable[..., None], document: str = "plan") -> Callable[..., None]:
+    """``command`` (a typer command taking ``fmt``), which on a SkycError with
+    ``--format json`` also prints the error document on stdout (``format_version``,
+    ``document``: the kind ``command`` prints when it succeeds, ``error``: ``type``,
+    ``message``, ``hint``, ``exit_code``; see ``skyc schema error``) before the usual
+    message on stderr and exit code."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapped(*args: Any, **kwargs: Any) -> None:
+        from skyc.errors import SkycError
+
+        try:
+            command(*args, **kwargs)
+        except SkycError as exc:
+            if kwargs.get("fmt") == "json":
+                import json
+
+                import typer
+
+                from skyc.schemas.error import error_document
+
+                typer.echo(json.dumps(error_document(exc, document), indent=2,
+                                      sort_keys=True))
+            raise
+
+    return wrapped

@@ -8,6 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skyc.cli.output import json_errors as json_errors  # where cmd_plan finds it
+from skyc.schemas import versions
+
 if TYPE_CHECKING:
     from skyc.errors import SkycError
     from skyc.optimizer.plan import Placement, Plan
@@ -312,12 +315,8 @@ def print_policy(result: dict[str, Any] | None) -> None:
         print_line(f"  {v['rule']}: {where}{v['message']}")
 
 
-# ``skyc plan --format json``'s version: 1.1 added ``cost`` and ``policy``; 1.2 ``run_cost``;
-# 2.0: for a pipeline whose steps run one after another, ``hourly_cost``,
-# ``hourly_cost_total`` and ``cost.total.after`` are the peak (the dearest step), no longer
-# the steps' sum; added ``peak_tasks``, ``objective``, ``cost.total.basis`` and ``at_once``.
-# 2.1 added ``peak_accelerator_tasks`` (what GPU quotas count: a pipeline's largest step).
-PLAN_JSON_VERSION = "2.1"
+# ``skyc plan --format json``'s version (its history: :mod:`skyc.schemas.versions`).
+PLAN_JSON_VERSION = versions.PLAN
 
 
 def review_outputs(
@@ -395,34 +394,17 @@ def _placement_moved(cluster: str, placement: Placement | None) -> bool | None:
     return any(was.get(k) != now.get(k) for k in keys if k in was)
 
 
-ERROR_FORMAT_VERSION = "1.0"
+def compiled_plan_json(plan: Plan, stacks: list[dict[str, str]]) -> str:
+    """``skyc compile``'s DIR/plan.json: the plan document of ``skyc plan --format json``
+    (the same placements, priced in the same units and precision, the same
+    format_version), its ``stacks`` the files compile wrote (``skyc schema plan``)."""
+    import json
 
+    from skyc.cli.cmd_plan import plan_document
 
-def json_errors(command: Callable[..., None]) -> Callable[..., None]:
-    """``command`` (a typer command taking ``fmt``), which on a SkycError with
-    ``--format json`` also prints a JSON error object on stdout (``format_version``,
-    ``error``: ``type``, ``message``, ``hint``, ``exit_code``) before the usual message
-    on stderr and exit code."""
-    import functools
-
-    @functools.wraps(command)
-    def wrapped(*args: Any, **kwargs: Any) -> None:
-        from skyc.errors import SkycError
-
-        try:
-            command(*args, **kwargs)
-        except SkycError as exc:
-            if kwargs.get("fmt") == "json":
-                import json
-
-                import typer
-
-                typer.echo(json.dumps({"format_version": ERROR_FORMAT_VERSION, "error": {
-                    "type": type(exc).__name__, "message": str(exc), "hint": exc.hint,
-                    "exit_code": exc.exit_code}}, indent=2, sort_keys=True))
-            raise
-
-    return wrapped
+    doc = plan_document(plan, stacks)
+    doc["format_version"] = PLAN_JSON_VERSION
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 def expand_task_files(paths: list[Path]) -> list[Path]:

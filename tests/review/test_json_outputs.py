@@ -33,14 +33,14 @@ def test_check_json(home: Path) -> None:
 @pytest.mark.timeout(300)
 def test_queue_json(tmp_path: Path, home: Path) -> None:
     r = skyc(home, "queue", "--format", "json")
-    assert r.returncode == 0 and json.loads(r.stdout) == {"format_version": "1.0", "jobs": []}
+    assert r.returncode == 0 and json.loads(r.stdout) == {"format_version": "2.0", "jobs": []}
     assert skyc(home, "apply", local_task(tmp_path / "t.yaml", 1), "--yes").returncode == 0
     r = skyc(home, "queue", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     [job] = doc["jobs"]
     assert (job["cluster"], job["id"], job["name"], job["status"]) == (
-        "tiny", "1", "tiny", "SUCCEEDED")
+        "tiny", 1, "tiny", "SUCCEEDED")
     assert skyc(home, "destroy", "tiny", "--yes").returncode == 0
 
 

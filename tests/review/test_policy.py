@@ -170,7 +170,8 @@ def test_a_failed_plan_prints_a_json_error_object(tmp_path: Path, home: Path) ->
              "--policy", str(tmp_path / "missing.yaml"))
     assert r.returncode == 1
     doc = json.loads(r.stdout)
-    assert doc["format_version"] == "1.0" and doc["error"]["type"] == "ConfigError"
+    assert doc["format_version"] == "1.1" and doc["error"]["type"] == "ConfigError"
+    assert doc["document"] == "plan"
     assert "missing.yaml: cannot be read" in doc["error"]["message"]
     assert doc["error"]["exit_code"] == 1 and "missing.yaml" in r.stderr
 

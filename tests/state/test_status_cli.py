@@ -51,7 +51,7 @@ def test_empty_state_is_friendly(tmp_path: Path) -> None:
     assert "No clusters" in out.stdout
     json_out = _skyc(tmp_path, "status", "--format", "json")
     assert json_out.returncode == 0
-    assert json.loads(json_out.stdout) == {"format_version": "1.1", "clusters": [], "orphans": []}
+    assert json.loads(json_out.stdout) == {"format_version": "1.2", "clusters": [], "orphans": []}
 
 
 def test_unknown_cluster_is_an_error(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def test_json_output_is_normalized_without_secrets() -> None:
 
 
 def test_schema() -> None:
-    out = skyc("schema")
+    out = skyc("schema", "task")
     assert out.returncode == 0
     schema = json.loads(out.stdout)
     assert "resources" in schema["properties"]

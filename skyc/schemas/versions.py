@@ -1,0 +1,36 @@
+"""The ``format_version`` of each JSON document kind skyc prints, and its history.
+
+Additions bump the minor; a field that changes type or meaning, or goes, bumps the
+major. Each kind's version is a ``Literal`` type (a document model's ``format_version`` is
+of that type) and the same as a string; kept apart from the models so that a
+command stamps its version without importing them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# ``skyc plan --format json`` and ``skyc compile``'s plan.json: 1.1 added ``cost`` and
+# ``policy``; 1.2 ``run_cost``; 2.0: for a pipeline whose steps run one after another,
+# ``hourly_cost``, ``hourly_cost_total`` and ``cost.total.after`` are the peak (the
+# dearest step), no longer the steps' sum; added ``peak_tasks``, ``objective``,
+# ``cost.total.basis`` and ``at_once``. 2.1 added ``peak_accelerator_tasks`` (what GPU
+# quotas count: a pipeline's largest step).
+PlanVersion = Literal["2.1"]
+PLAN: str = get_args(PlanVersion)[0]
+# ``skyc status --format json``: 1.1 added ``orphans`` (cluster workspaces the state
+# has no record of); 1.2 ``hourly_cost_total`` and ``hourly_cost_per_node`` per cluster.
+StatusVersion = Literal["1.2"]
+STATUS: str = get_args(StatusVersion)[0]
+# ``skyc queue --format json`` (the jobs of clusters): 2.0: ``id`` is an integer,
+# ``nodes`` the count of nodes (``node_statuses`` each node's status), ``name`` null
+# when the job has none, ``submitted_at`` epoch seconds in place of ``submitted``.
+QueueVersion = Literal["2.0"]
+QUEUE: str = get_args(QueueVersion)[0]
+# ``skyc jobs queue --format json`` (managed jobs).
+JobsVersion = Literal["1.0"]
+JOBS: str = get_args(JobsVersion)[0]
+# The error document a ``--format json`` command prints on stdout instead of its own:
+# 1.1 added ``document``, the kind of document the command prints when it succeeds.
+ErrorVersion = Literal["1.1"]
+ERROR: str = get_args(ErrorVersion)[0]
