@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import sys
 import time
@@ -12,6 +13,21 @@ from typing import Any
 import typer
 
 from skyc.cli import params
+from skyc.cli.options import (
+    INFRA_HELP,
+    cpus_option,
+    disk_size_option,
+    env_file_option,
+    env_values,
+    gpus_option,
+    instance_type_option,
+    memory_option,
+    num_nodes_option,
+    one_infra,
+    use_spot_option,
+)
+from skyc.cli.output import json_errors
+from skyc.schemas import versions
 
 jobs_app = typer.Typer(
     help="Managed jobs: a controller provisions the cluster (with failover), runs the task, "
@@ -27,49 +43,48 @@ def _write(data: bytes) -> None:
 
 @jobs_app.command("launch")
 def launch_cmd(
-    task_file: Path = typer.Argument(..., metavar="TASK",
-                                     help="Task YAML (several documents: a pipeline)."),
+    task: str = typer.Argument(
+        ..., metavar="TASK|COMMAND",
+        help="Task YAML (several documents: a pipeline), or a command in quotes "
+        "('python train.py', run as the task's run section)."),
     name: str | None = typer.Option(None, "--name", "-n", metavar="NAME", help="The job's name."),
     yes: bool = typer.Option(False, "-y", "--yes", help="Launch without asking."),
     detach: bool = typer.Option(False, "-d", "--detach", help="Return once it is submitted."),
+    infra: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP),
     env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
                                   help="KEY=VAL (or KEY, from this environment)."),
     secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
                                      help="KEY=VAL, or KEY from this environment."),
+    gpus: str | None = gpus_option(),
+    cpus: str | None = cpus_option(),
+    memory: str | None = memory_option(),
+    instance_type: str | None = instance_type_option(),
+    disk_size: int | None = disk_size_option(),
+    use_spot: bool | None = use_spot_option(),
+    num_nodes: int | None = num_nodes_option(),
+    env_file: Path | None = env_file_option(),
     values_stdin: bool = typer.Option(False, "--values-stdin", hidden=True,
                                       help="envs and secrets as JSON on stdin (forwarded)."),
 ) -> None:
     """Hand a task to a managed-job controller; without -d, follow its logs to the end."""
-    from skyc.cli.output import err_console, print_warning
-    from skyc.errors import ConfigError
-    from skyc.jobs import launch
+    from skyc.cli.jobs_launch import handed_task
     from skyc.jobs.remote import configured, read_values
-    from skyc.task import load_tasks, parse_env_flags, parse_secret_flags
+    from skyc.task import parse_secret_flags
+    from skyc.task.overrides import resource_overrides
 
-    envs, secrets = parse_env_flags(env), parse_secret_flags(secret)
+    envs, secrets = env_values(env_file, env), parse_secret_flags(secret)
     if values_stdin:  # a launch forwarded to this machine, the jobs controller cluster
         given = read_values(sys.stdin.read())
         envs.update(given["envs"])
         secrets.update(given["secrets"])
     remote = None if values_stdin else configured()
-    checked = load_tasks(task_file, env=envs, secrets=secrets, require_values=True)
-    for warning in checked.warnings:
-        print_warning(warning.render())
-    if not yes:
-        if not sys.stdin.isatty():
-            raise ConfigError("refusing to launch without confirmation: stdin is not a terminal",
-                              hint="pass --yes to launch non-interactively")
-        if not typer.confirm(f"Launch a managed job of {task_file}?", default=False, err=True):
-            raise typer.Exit(1)
-    if remote is not None:
-        from skyc.cli.report import ConsoleReporter
-
-        job_id = remote.launch(task_file, name=name, envs=envs, secrets=secrets,
-                               reporter=ConsoleReporter())
-    else:
-        job_id = launch(task_file, name=name, envs=envs, secrets=secrets)
-    err_console.print(f"managed job {job_id} submitted; follow it with: skyc jobs logs "
-                      f"{job_id} --follow", highlight=False, markup=False)
+    overrides = resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
+                                   instance_type=instance_type, disk_size=disk_size,
+                                   use_spot=use_spot, num_nodes=num_nodes)
+    path, secrets = handed_task(task, envs=envs, secrets=secrets, overrides=overrides,
+                                infra=one_infra(infra))
+    _confirm_launch(yes, task)
+    job_id = _submit(remote, path, name, envs, secrets)
     if detach:
         typer.echo(str(job_id))
         return
@@ -79,6 +94,37 @@ def launch_cmd(
         _print_end(job_id, job.get("status", "UNKNOWN"), job.get("failure"))
         return
     _follow_to_end(job_id)
+
+
+def _confirm_launch(yes: bool, task: str) -> None:
+    if yes:
+        return
+    from skyc.errors import ConfigError
+
+    if not sys.stdin.isatty():
+        raise ConfigError("refusing to launch without confirmation: stdin is not a terminal",
+                          hint="pass --yes to launch non-interactively")
+    if not typer.confirm(f"Launch a managed job of {task}?", default=False, err=True):
+        raise typer.Exit(1)
+
+
+def _submit(remote: Any, path: Path, name: str | None, envs: dict[str, str],
+            secrets: dict[str, str | None]) -> int:
+    """Hand the task to the controller (the jobs controller cluster's, when the config
+    has one); the job's id, announced on stderr."""
+    from skyc.cli.output import err_console
+    from skyc.jobs import launch
+
+    if remote is not None:
+        from skyc.cli.report import ConsoleReporter
+
+        job_id = int(remote.launch(path, name=name, envs=envs, secrets=secrets,
+                                   reporter=ConsoleReporter()))
+    else:
+        job_id = launch(path, name=name, envs=envs, secrets=secrets)
+    err_console.print(f"managed job {job_id} submitted; follow it with: skyc jobs logs "
+                      f"{job_id} --follow", highlight=False, markup=False)
+    return job_id
 
 
 def _print_end(job_id: int, status: str, failure: str | None) -> None:
@@ -111,6 +157,7 @@ def _follow_to_end(job_id: int) -> None:
 
 
 @jobs_app.command("queue")
+@functools.partial(json_errors, document="jobs")
 def queue_cmd(
     fmt: str = typer.Option("table", "--format", metavar="table|json", help="table or json."),
 ) -> None:
@@ -132,8 +179,8 @@ def queue_cmd(
             rows = [_job_doc(store, job) for job in store.all_jobs()]
         finally:
             store.close()
-    if fmt == "json":  # format_version: additions bump the minor
-        typer.echo(json.dumps({"format_version": "1.0", "jobs": rows}, indent=2,
+    if fmt == "json":  # `skyc schema jobs`
+        typer.echo(json.dumps({"format_version": versions.JOBS, "jobs": rows}, indent=2,
                               sort_keys=True))
         return
     _print_table(rows)
@@ -142,7 +189,7 @@ def queue_cmd(
 def _job_doc(store: Any, job: Any) -> dict[str, Any]:
     doc: dict[str, Any] = job.model_dump(
         mode="json", exclude={"spec", "lease_owner", "cancel_requested"})
-    from skyc.jobs.submit import controller_alive
+    from skyc.jobs.lease import controller_alive
 
     doc["strategy"] = job.spec.recovery.strategy
     # An unfinished job whose lease has lapsed has no controller: `skyc jobs controller`.
