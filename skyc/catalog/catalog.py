@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from skyc.catalog import egress
 from skyc.catalog.accelerators import canonical_name, normalize_key
 from skyc.catalog.offer import Offer, OfferQuery
+from skyc.catalog.reservations import configured_reservations, needs_reservation, reservation_reason
 from skyc.catalog.store import BUNDLED_DIR, raw_clouds, read_compact, read_meta
 from skyc.catalog.table import CloudTable
 from skyc.errors import CatalogError
@@ -20,7 +21,8 @@ class Catalog:
     """Offers from priced tables (one per cloud, loaded on first use) and fixed machines."""
 
     def __init__(self, loaders: dict[str, Callable[[], CloudTable]], source: CatalogSource,
-                 fixed: Iterable[Offer] = ()) -> None:
+                 fixed: Iterable[Offer] = (),
+                 reservations: Mapping[str, Sequence[str]] | None = None) -> None:
         self._loaders = dict(loaders)
         self._tables: dict[str, CloudTable] = {}
         self._fixed = list(fixed)
@@ -28,6 +30,9 @@ class Catalog:
         # Per cloud with no price catalog: what to do when it offers nothing.
         self.empty_hints: dict[str, str] = {}
         self._names: dict[str, str] | None = None
+        # Per cloud: the reservations the config names (``gcp.reservations``); None:
+        # read from the config file when an offer first needs one.
+        self.reservations: Mapping[str, Sequence[str]] | None = reservations
 
     @property
     def clouds(self) -> list[str]:
@@ -93,6 +98,17 @@ class Catalog:
         table = self.table(cloud)
         return None if table is None else table.places()
 
+    def reservation_missing(self, offer: Offer, use_spot: bool) -> str | None:
+        """Why ``offer`` cannot be placed: its cloud grants it only from a reservation
+        (``reservations``) and the config names none for that cloud; None: it can be."""
+        if not needs_reservation(offer.cloud, offer.instance_type, use_spot):
+            return None
+        if self.reservations is None:
+            self.reservations = configured_reservations()
+        if self.reservations.get(offer.cloud):
+            return None
+        return reservation_reason(offer.instance_type or "")
+
     @staticmethod
     def egress_cost(src: Offer, dst: Offer, gb: float) -> float:
         return egress.egress_cost(src.cloud, src.region, dst.cloud, dst.region, gb)
@@ -148,7 +164,8 @@ def _compact_dir(directory: Path) -> tuple[dict[str, Callable[[], CloudTable]], 
 
 
 def load_catalog(directory: Path | None = None, clouds: Iterable[str] | None = None,
-                 *, fixed: Iterable[Offer] = ()) -> Catalog:
+                 *, fixed: Iterable[Offer] = (),
+                 reservations: Mapping[str, Sequence[str]] | None = None) -> Catalog:
     """The catalog to plan with.
 
     ``directory``: a SkyPilot-layout dir (``<cloud>/vms.csv``, read as-is) or a
@@ -156,6 +173,10 @@ def load_catalog(directory: Path | None = None, clouds: Iterable[str] | None = N
     snapshot, overridden per cloud by ``$SKYC_HOME/catalog/`` (``skyc catalog
     update``). ``clouds`` restricts which priced clouds are offered; ``fixed``
     adds offers of fixed machines (``pseudo.local_offers()``, ``ssh_offers()``).
+    ``reservations``: per cloud, the reservations the config names
+    (``reservations.configured_reservations(config)``): an offer a cloud grants only
+    from a reservation is placed only where one is named. None: read from the config
+    file when an offer first needs one.
     """
     if directory is not None:
         directory = Path(directory).expanduser()
@@ -184,4 +205,4 @@ def load_catalog(directory: Path | None = None, clouds: Iterable[str] | None = N
     if clouds is not None:
         wanted = set(clouds)
         loaders = {c: f for c, f in loaders.items() if c in wanted}
-    return Catalog(loaders, source, fixed)
+    return Catalog(loaders, source, fixed, reservations)

@@ -28,3 +28,17 @@ def reservation_reason(instance_type: str) -> str:
     """Why such an offer is left out when no reservation is named, and what to do."""
     return (f"{instance_type} on-demand capacity is granted only from a reservation: "
             "name yours in the config (gcp: {reservations: [NAME]}), or use spot")
+
+
+def configured_reservations(config: object | None = None) -> dict[str, list[str]]:
+    """Per cloud of ``RESERVATION_ONLY``: the reservations its section of ``config``
+    (a ``SkycConfig``; None: the config file) names (``gcp: {reservations: [NAME]}``)."""
+    if config is None:
+        from skyc.settings.config import load_config
+
+        config = load_config()
+    out: dict[str, list[str]] = {}
+    for cloud in sorted({c for c, _ in RESERVATION_ONLY}):
+        section = getattr(config, cloud, None)
+        out[cloud] = [str(n) for n in getattr(section, "reservations", None) or []]
+    return out

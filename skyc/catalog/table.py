@@ -87,6 +87,10 @@ class CloudTable:
         self.types = types
         self.accelerators = accelerators if accelerators is not None else []
         self._medians: dict[tuple[str, str | None, float], float | None] = {}
+        # The types a query may match, by accelerator (None: CPU-only) and by name;
+        # built on first query.
+        self._by_accelerator: dict[str | None, list[InstanceEntry]] | None = None
+        self._by_name: dict[str, list[InstanceEntry]] = {}
 
     def places(self) -> set[tuple[str, str | None]]:
         """Every (region, zone) an offer of this cloud is priced in."""
@@ -146,8 +150,26 @@ class CloudTable:
         yield from cheapest_per_place([*offers, *self._all_paired(q)], col == 3)
 
     def _types(self, q: OfferQuery) -> Iterator[InstanceEntry]:
-        return (t for t in self.types if not t.host_only and _type_ok(t, q)
+        return (t for t in self._may_match(q) if _type_ok(t, q)
                 and (not q.default_families_only or self._mark_family(t)))
+
+    def _may_match(self, q: OfferQuery) -> list[InstanceEntry]:
+        """The types (not host-only, in table order) that ``q`` can match: those of its
+        instance type, else of its accelerator, else the CPU-only ones when it asks for
+        none; every type for a query by accelerator memory or any accelerator."""
+        if self._by_accelerator is None:
+            self._by_accelerator = {}
+            for t in self.types:
+                if not t.host_only:
+                    self._by_accelerator.setdefault(t.accelerator, []).append(t)
+                    self._by_name.setdefault(t.name, []).append(t)
+        if q.instance_type is not None:
+            return self._by_name.get(q.instance_type, [])
+        if q.accelerator is not None:
+            return self._by_accelerator.get(q.accelerator, [])
+        if q.min_accelerator_memory_gib is None and not q.any_accelerator:
+            return self._by_accelerator.get(None, [])
+        return [t for t in self.types if not t.host_only]
 
     def _mark_family(self, t: InstanceEntry) -> bool:
         """Whether ``t`` is of a default CPU family, read from its name once, when first

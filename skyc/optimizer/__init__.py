@@ -13,6 +13,9 @@ Pipelines add data transfer between placements (``skyc.catalog.egress``):
 chains by dynamic programming (``chain``), general DAGs by an integer program
 (``dag``). Ties break on ``Choice.key``: (preference, objective, other
 objective, cloud, region, zone, instance type, candidate index).
+On-demand offers a cloud grants only from a reservation are left out unless the
+config names one (``reserved``); tasks that ask for the same resources share
+their options within one call (``options``).
 """
 
 from __future__ import annotations

@@ -29,28 +29,30 @@ def solve_chain(options: Sequence[Sequence[Choice]], gb: Sequence[float], target
     """The optimal choice per task and the optimal total."""
     if not options:
         return [], 0.0
+    keys = _Keys(target)
+    moved = _Moved(weight)
     best: list[tuple[float, int]] = [(c.objective(target), -1) for c in options[0]]
     back: list[list[int]] = []
     for t in range(1, len(options)):
-        prev, cur = options[t - 1], options[t]
-        by_loc = {c.location: i for i, c in enumerate(prev)}
-        top: dict[str, list[int]] = {}
-        for i, c in enumerate(prev):
-            lst = top.setdefault(c.offer.cloud, [])
-            lst.append(i)
-            lst.sort(key=lambda j: (best[j][0], prev[j].key(target)))
-            del lst[2:]
+        prev, cur, moving = options[t - 1], options[t], gb[t - 1]
+        prev_keys, prev_locs = keys.of(prev), keys.locations(prev)
+        by_loc = {loc: i for i, loc in enumerate(prev_locs)}
+        top: dict[str, list[int]] = {}  # per cloud, its two best predecessors
+        for j in sorted(range(len(prev)), key=lambda j: (best[j][0], prev_keys[j])):
+            lst = top.setdefault(prev[j].offer.cloud, [])
+            if len(lst) < 2:
+                lst.append(j)
+        tops = sorted(i for lst in top.values() for i in lst)
         nxt: list[tuple[float, int]] = []
         links: list[int] = []
         for c in cur:
-            cands = {i for lst in top.values() for i in lst}
-            same = by_loc.get(c.location)
-            if same is not None:
-                cands.add(same)
-            val, arg = min(
-                ((best[i][0] + weight(prev[i], c, gb[t - 1]), i) for i in sorted(cands)),
-                key=lambda vi: (vi[0], vi[1]),
-            )
+            here = c.location
+            cands = tops
+            same = by_loc.get(here)
+            if same is not None and same not in tops:
+                cands = [*tops, same]
+            val, arg = min((best[i][0] + moved(prev[i], c, moving, prev_locs[i], here), i)
+                           for i in cands)
             nxt.append((val + c.objective(target), arg))
             links.append(arg)
         best = nxt
@@ -62,3 +64,46 @@ def solve_chain(options: Sequence[Sequence[Choice]], gb: Sequence[float], target
         picks.append(links[picks[-1]])
     picks.reverse()
     return [options[t][i] for t, i in enumerate(picks)], total
+
+
+Location = tuple[str, str]
+
+
+class _Keys:
+    """Each options list's ranking keys and locations, worked out once (tasks may
+    share one list; by identity, as every list stays alive for the whole solve)."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self._keys: dict[int, list[tuple[object, ...]]] = {}
+        self._locations: dict[int, list[Location]] = {}
+
+    def of(self, opts: Sequence[Choice]) -> list[tuple[object, ...]]:
+        found = self._keys.get(id(opts))
+        if found is None:
+            found = self._keys[id(opts)] = [c.key(self.target) for c in opts]
+        return found
+
+    def locations(self, opts: Sequence[Choice]) -> list[Location]:
+        found = self._locations.get(id(opts))
+        if found is None:
+            found = self._locations[id(opts)] = [c.location for c in opts]
+        return found
+
+
+class _Moved:
+    """The transfer weight, worked out once per (source, destination, GB): by the
+    contract above it depends on nothing else of the two choices."""
+
+    def __init__(self, weight: Weight) -> None:
+        self.weight = weight
+        self._known: dict[tuple[Location, Location, float], float] = {}
+
+    def __call__(self, a: Choice, b: Choice, gb: float, src: Location, dst: Location
+                 ) -> float:
+        """``weight(a, b, gb)``; ``src`` and ``dst``: ``a``'s and ``b``'s locations."""
+        key = (src, dst, gb)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = self.weight(a, b, gb)
+        return found

@@ -11,31 +11,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
+def _below(n: int, edges: Sequence[tuple[int, int]]) -> list[int]:
+    """Per task, a bit mask of the tasks a path of ``edges`` leads to from it (the
+    graph has no cycle: the optimizer checks its edges first)."""
+    out: list[list[int]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for u, v in edges:
+        out[u].append(v)
+        indeg[v] += 1
+    order = [u for u in range(n) if indeg[u] == 0]
+    for u in order:  # grows as it goes: a topological order
+        for v in out[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                order.append(v)
+    below = [0] * n
+    for u in reversed(order):
+        for v in out[u]:
+            below[u] |= (1 << v) | below[v]
+    return below
+
+
 def _reach(n: int, edges: Sequence[tuple[int, int]]) -> list[int]:
     """Per task, a bit mask of the tasks joined to it by a path (either way)."""
-    after = [0] * n
-    out: dict[int, list[int]] = {}
-    for u, v in edges:
-        out.setdefault(u, []).append(v)
-
-    def below(u: int, seen: dict[int, int]) -> int:
-        if u in seen:
-            return seen[u]
-        mask = 0
-        for v in out.get(u, []):
-            mask |= (1 << v) | below(v, seen)
-        seen[u] = mask
-        return mask
-
-    seen: dict[int, int] = {}
-    for u in range(n):
-        after[u] = below(u, seen)
-    joined = list(after)
-    for u in range(n):
-        for v in range(n):
-            if after[u] >> v & 1:
-                joined[v] |= 1 << u
-    return joined
+    after = _below(n, edges)
+    before = _below(n, [(v, u) for u, v in edges])
+    return [a | b for a, b in zip(after, before, strict=True)]
 
 
 def peak_tasks(hourly: Sequence[float], edges: Sequence[tuple[int, int]]) -> list[int]:

@@ -18,6 +18,28 @@ Allowed = Callable[[Placement], "str | None"]
 Report = Callable[[str, str], None]  # (task name, what the constraint excluded)
 
 
+def better_excluded(verdicts: Sequence[tuple[Choice, str | None]], target: Target
+                    ) -> list[tuple[Choice, str]]:
+    """The refused choices (with why) ranked above every kept one, best first; none
+    when nothing was kept."""
+    kept = [c.key(target) for c, why in verdicts if why is None]
+    if not kept:
+        return []
+    best = min(kept)
+    return sorted(((c, why) for c, why in verdicts if why is not None and c.key(target) < best),
+                  key=lambda cw: cw[0].key(target))
+
+
+def excluded_note(lead: str, better: Sequence[tuple[Choice, str]]) -> str:
+    """``lead`` with ``{n}`` the number of better offers excluded (e.g. "the policy
+    excluded {n} better offer(s)"), then the best of them and why it was excluded."""
+    top, why = better[0]
+    o = top.offer
+    return (f"{lead.format(n=len(better))}; the best of them: "
+            f"{o.infra} {o.instance_type or ''} at ${top.hourly_cost:.4f}/hr total ({why})"
+            ).replace("  ", " ")
+
+
 def admitted(name: str, choices: Sequence[Choice], allowed: Allowed, target: Target,
              report: Report | None = None) -> tuple[list[Choice], str | None]:
     """The choices ``allowed`` keeps, and a note naming the better ones it excluded
@@ -26,16 +48,10 @@ def admitted(name: str, choices: Sequence[Choice], allowed: Allowed, target: Tar
     kept = [c for c, why in verdicts if why is None]
     if not kept:
         return list(choices), None
-    best = min(c.key(target) for c in kept)
-    better = sorted(((c, why) for c, why in verdicts if why is not None and c.key(target) < best),
-                    key=lambda cw: cw[0].key(target))
+    better = better_excluded(verdicts, target)
     if not better:
         return kept, None
-    top, why = better[0]
-    o = top.offer
-    note = (f"the policy excluded {len(better)} better offer(s); the best of them: "
-            f"{o.infra} {o.instance_type or ''} at ${top.hourly_cost:.4f}/hr total ({why})"
-            ).replace("  ", " ")
+    note = excluded_note("the policy excluded {n} better offer(s)", better)
     if report is not None:
         report(name, note)
     return kept, note

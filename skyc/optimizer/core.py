@@ -4,36 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from skyc.errors import ConfigError, InfeasibleError
+from skyc.errors import ConfigError
 from skyc.optimizer.blocked import Blocked, parse_infra
 from skyc.optimizer.chain import Weight, solve_chain
 from skyc.optimizer.choice import Choice, Target
 from skyc.optimizer.concurrency import peak_tasks
-from skyc.optimizer.constraints import Allowed, Report, admitted
+from skyc.optimizer.constraints import Allowed, Report
 from skyc.optimizer.dag import solve_dag
 from skyc.optimizer.durations import run_reason, task_duration, with_run_hours
-from skyc.optimizer.explain import infeasible
-from skyc.optimizer.feasible import candidate_choices
+from skyc.optimizer.feasible import task_choices
+from skyc.optimizer.options import TaskOptionsMemo
 from skyc.optimizer.pipeline_cost import StepDuration
-from skyc.optimizer.plan import Plan, TaskPlan
+from skyc.optimizer.plan import Placement, Plan, TaskPlan
 from skyc.optimizer.ports import CatalogLike, TaskLike
-from skyc.optimizer.rank import alternatives, best_per_location, top_preference
-from skyc.task.candidate import ResourceCandidate
+from skyc.optimizer.rank import alternatives, ranked_options, top_preference
 
-Infra = tuple[str | None, str | None, str | None]
-
-
-def task_choices(cands: Sequence[ResourceCandidate], num_nodes: int, catalog: CatalogLike, *,
-                 blocked: Sequence[Blocked] = (), infra: Infra = (None, None, None)
-                 ) -> list[Choice]:
-    """Every feasible choice over all of a task's candidates."""
-    out: list[Choice] = []
-    for cand in cands:
-        try:
-            out.extend(candidate_choices(cand, num_nodes, catalog, blocked=blocked, infra=infra))
-        except InfeasibleError:
-            continue  # e.g. an unknown accelerator name: explained if nothing is feasible
-    return out
+__all__ = ["best_choice", "optimize", "place", "task_choices"]
 
 
 def best_choice(choices: Sequence[Choice], target: Target = "cost") -> Choice:
@@ -77,7 +63,11 @@ def place(options: Sequence[Sequence[Choice]], edges: Sequence[tuple[int, int]],
     """Jointly optimal choices (one per task) given per-task options."""
     moving = [(u, v) for u, v in edges if gb[u] > 0]
     if not moving:
-        picks = [min(o, key=lambda c: c.key(target)) for o in options]
+        best: dict[int, Choice] = {}  # by identity: tasks may share one options list
+        for o in options:
+            if id(o) not in best:
+                best[id(o)] = min(o, key=lambda c: c.key(target))
+        picks = [best[id(o)] for o in options]
         return picks, sum(c.objective(target) for c in picks)
     if _is_chain(len(options), edges):
         return solve_chain(options, gb, target, weight)
@@ -93,49 +83,39 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
     each task's own ``duration`` (``_metadata.skyc.duration``), if it has one; with
     every task's known, the whole run is minimised (see ``durations``). ``allowed``: a
     constraint on placements (a policy, see :mod:`skyc.optimizer.constraints`);
-    ``report(task, note)`` hears which better offers it excluded."""
+    ``report(task, note)`` hears which better offers it excluded. Tasks that ask for
+    the same resources share their options (``options``)."""
     if target not in ("cost", "time"):
         raise ConfigError(f"--optimize must be cost or time, not '{target}'")
-    where = parse_infra(infra)
+    memo = TaskOptionsMemo(catalog, blocked=blocked, infra=parse_infra(infra), target=target,
+                           allowed=allowed)
     n = len(tasks)
     edge_list = [(i, i + 1) for i in range(n - 1)] if edges is None else list(edges)
     _check_edges(n, edge_list)
     names = [t.name or f"task-{i}" for i, t in enumerate(tasks)]
-    all_choices: list[list[Choice]] = []
-    options: list[list[Choice]] = []
-    notes: list[str | None] = [None] * n
-    for i, task in enumerate(tasks):
-        cands = list(task.candidates())
-        choices = task_choices(cands, task.num_nodes, catalog, blocked=blocked, infra=where)
-        if not choices:
-            raise infeasible(names[i], cands, task.num_nodes, catalog, blocked, where)
-        if allowed is not None:
-            choices, notes[i] = admitted(names[i], choices, allowed, target, report)
-        all_choices.append(choices)
-        top = top_preference(choices)
-        options.append(sorted(best_per_location(top, target).values(),
-                              key=lambda c: c.key(target)))
+    found = [memo.of(names[i], task) for i, task in enumerate(tasks)]
+    for name, opts in zip(names, found, strict=True):
+        if report is not None and opts.policy_note is not None:
+            report(name, opts.policy_note)
+    all_choices = [opts.choices for opts in found]
+    options = [opts.options for opts in found]
     gb = [float(sum((t.outputs or {}).values())) for t in tasks]
-    weight = _weight(catalog, target)
     given = [task_duration(t) for t in tasks] if durations is None else list(durations)
     if len(given) != n:
         raise ValueError(f"{len(given)} durations for {n} tasks")
     timed = with_run_hours(names, all_choices, given)
     if timed is not None:  # the whole run, not one hour of it
         all_choices = timed
-        options = [sorted(best_per_location(top_preference(c), target).values(),
-                          key=lambda c: c.key(target)) for c in timed]
-    picks, _ = place(options, edge_list, gb, target, weight)
+        ranked: dict[int, list[Choice]] = {}  # by identity: tasks may share a row
+        for row in timed:
+            if id(row) not in ranked:
+                ranked[id(row)] = ranked_options(row, target)
+        options = [ranked[id(row)] for row in timed]
+    picks, _ = place(options, edge_list, gb, target, _weight(catalog, target))
     egress = sum(catalog.egress_cost(picks[u].offer, picks[v].offer, gb[u]) for u, v in edge_list)
-    plans = []
-    for i, chosen in enumerate(picks):
-        alts = alternatives(all_choices[i], chosen, target)
-        plans.append(TaskPlan(
-            name=names[i], placement=chosen.placement(),
-            alternatives=[c.placement() for c in alts],
-            reason=_reason(chosen, all_choices[i], target, n > 1 and any(gb))
-            + (f"; {notes[i]}" if notes[i] else ""),
-        ))
+    explain = _Explained(target, joint=n > 1 and any(gb))
+    plans = [explain.task_plan(names[i], chosen, all_choices[i], found[i].notes)
+             for i, chosen in enumerate(picks)]
     peak = peak_tasks([c.hourly_cost for c in picks], edge_list)
     held = peak_tasks([t.placement.total_accelerators for t in plans], edge_list)
     return Plan(
@@ -143,6 +123,37 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
         peak_tasks=peak, peak_accelerator_tasks=held, optimize=target, catalog=catalog.source,
         egress_cost=round(egress, 6), objective="run" if timed is not None else "hourly",
     )
+
+
+class _Explained:
+    """Each task's placement, alternatives and reason; worked out once per chosen
+    choice among the same choices (tasks that share options mostly share these)."""
+
+    def __init__(self, target: Target, *, joint: bool) -> None:
+        self.target, self.joint = target, joint
+        self._placements: dict[int, Placement] = {}
+        self._known: dict[tuple[int, int, tuple[str, ...]],
+                          tuple[Placement, list[Placement], str]] = {}
+
+    def placement(self, c: Choice) -> Placement:
+        found = self._placements.get(id(c))
+        if found is None:
+            found = self._placements[id(c)] = c.placement()
+        return found
+
+    def task_plan(self, name: str, chosen: Choice, choices: list[Choice],
+                  notes: tuple[str, ...]) -> TaskPlan:
+        # By identity: the lists and choices stay alive for the whole call.
+        key = (id(choices), id(chosen), notes)
+        found = self._known.get(key)
+        if found is None:
+            alts = alternatives(choices, chosen, self.target)
+            why = "; ".join([_reason(chosen, choices, self.target, self.joint), *notes])
+            found = self._known[key] = (self.placement(chosen),
+                                        [self.placement(c) for c in alts], why)
+        placement, alts_placed, why = found
+        return TaskPlan(name=name, placement=placement, alternatives=list(alts_placed),
+                        reason=why)
 
 
 def _reason(chosen: Choice, choices: Sequence[Choice], target: Target, joint: bool) -> str:

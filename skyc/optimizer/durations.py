@@ -37,14 +37,19 @@ def with_run_hours(names: Sequence[str], options: Sequence[Sequence[Choice]],
     if not options or any(d is None for d in durations):
         return None
     out: list[list[Choice]] = []
+    # Tasks that share their options (the same list) and duration share the row.
+    rows: dict[tuple[int, StepDuration], list[Choice]] = {}
     for name, opts, d in zip(names, options, durations, strict=True):
         assert d is not None
-        row = []
-        for c in opts:
-            hours = step_hours(name, c.placement(), d)
-            if hours is None:
-                return None
-            row.append(c._replace(run_hours=hours))
+        row = rows.get((id(opts), d))
+        if row is None:
+            row = []
+            for c in opts:
+                hours = step_hours(name, c.placement(), d)
+                if hours is None:
+                    return None
+                row.append(c._replace(run_hours=hours))
+            rows[(id(opts), d)] = row
         out.append(row)
     return out
 

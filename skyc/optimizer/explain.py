@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from skyc.catalog.offer import Offer, OfferQuery
 from skyc.errors import InfeasibleError, SkycError
@@ -127,13 +127,19 @@ def reason(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike,
 
 def infeasible(task_name: str, cands: Sequence[ResourceCandidate], num_nodes: int,
                catalog: CatalogLike, blocked: Sequence[Blocked],
-               infra: tuple[str | None, str | None, str | None]) -> InfeasibleError:
+               infra: tuple[str | None, str | None, str | None],
+               known: Mapping[int, str] | None = None) -> InfeasibleError:
+    """Why no candidate of the task has a placement; ``known``: the reason for some
+    candidates (by index), already found (e.g. every offer needs a reservation)."""
+    known = known or {}
     lines = [f"task '{task_name}': no feasible placement"]
     for c in cands:
-        lines.append(f"  candidate {c.index} ({describe(c, num_nodes)}): "
-                     f"{reason(c, num_nodes, catalog, blocked, infra)}")
+        why = known.get(c.index) or reason(c, num_nodes, catalog, blocked, infra)
+        lines.append(f"  candidate {c.index} ({describe(c, num_nodes)}): {why}")
     hint = "relax the resources, pick another infra, or unblock placements"
-    if not catalog.priced_clouds:
+    if known and all(c.index in known for c in cands):
+        hint = "name a reservation in the config, or use spot (use_spot: true)"
+    elif not catalog.priced_clouds:
         hint = ("only infra without a price catalog is enabled "
                 f"({', '.join(catalog.clouds) or 'none'}): name a cloud with --infra aws|gcp|azure "
                 "(planning needs no credentials), or list clouds under `infra:` in "

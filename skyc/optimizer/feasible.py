@@ -16,7 +16,7 @@ default CPU families, as SkyPilot places them (:func:`matching_offers`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 from skyc.catalog.families import DEFAULT_CPUS, MEMORY_PER_VCPU
 from skyc.catalog.offer import Offer, OfferQuery
@@ -28,6 +28,7 @@ from skyc.optimizer.timemodel import estimated_hours
 from skyc.task.candidate import ResourceCandidate
 
 _K8S = ("k8s", "kubernetes")
+Infra = tuple[str | None, str | None, str | None]
 
 
 def merge_infra(cand: ResourceCandidate, infra: tuple[str | None, str | None, str | None]
@@ -115,6 +116,34 @@ def matching_offers(query: OfferQuery, cand: ResourceCandidate, catalog: Catalog
     clouds = [query.cloud] if query.cloud else catalog.clouds
     rest = [o for c in clouds if c not in have for o in catalog.offers(own._replace(cloud=c))]
     return defaults + rest + fixed
+
+
+def feasibility_key(cand: ResourceCandidate) -> Hashable:
+    """Everything of ``cand`` that :func:`candidate_choices` reads: candidates equal in
+    it have equal choices (given the same node count, catalog, blocked and infra).
+    Disk, ports, image and labels are the compilers' business, not the optimizer's."""
+    acc = cand.accelerator
+    cpus, mem, where = cand.cpus, cand.memory, cand.infra
+    return (
+        cand.index, cand.preference, where.cloud, where.region, where.zone,
+        None if acc is None else (acc.name, acc.count, acc.min_memory_gib),
+        None if cpus is None else (cpus.value, cpus.at_least),
+        None if mem is None else (mem.value, mem.at_least),
+        cand.instance_type, cand.use_spot,
+    )
+
+
+def task_choices(cands: Sequence[ResourceCandidate], num_nodes: int, catalog: CatalogLike, *,
+                 blocked: Sequence[Blocked] = (), infra: Infra = (None, None, None)
+                 ) -> list[Choice]:
+    """Every feasible choice over all of a task's candidates."""
+    out: list[Choice] = []
+    for cand in cands:
+        try:
+            out.extend(candidate_choices(cand, num_nodes, catalog, blocked=blocked, infra=infra))
+        except InfeasibleError:
+            continue  # e.g. an unknown accelerator name: explained if nothing is feasible
+    return out
 
 
 def candidate_choices(cand: ResourceCandidate, num_nodes: int, catalog: CatalogLike, *,

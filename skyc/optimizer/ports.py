@@ -29,6 +29,11 @@ class CatalogLike(Protocol):
 
     def egress_seconds(self, src: Offer, dst: Offer, gb: float) -> float: ...
 
+    def reservation_missing(self, offer: Offer, use_spot: bool) -> str | None:
+        """Why ``offer`` cannot be placed: its cloud grants it only from a reservation
+        and none is named (None: it can be)."""
+        ...
+
 
 class TaskLike(Protocol):
     """The parts of ``skyc.task.Task`` the optimizer reads."""

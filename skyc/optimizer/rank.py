@@ -29,6 +29,12 @@ def best_per_location(choices: Sequence[Choice], target: Target) -> dict[tuple[s
     return out
 
 
+def ranked_options(choices: Sequence[Choice], target: Target) -> list[Choice]:
+    """Per (cloud, region) the best choice of the most preferred candidate level, best
+    first: what the solvers choose among (``best_per_location`` keeps ranked order)."""
+    return list(best_per_location(top_preference(choices), target).values())
+
+
 def alternatives(choices: Sequence[Choice], chosen: Choice, target: Target) -> list[Choice]:
     """Ranked: the best per region (at least ``MIN_ALTERNATIVES``, up to
     ``MAX_ALTERNATIVES``), always including the best of every cloud."""
