@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import skyc.errors as errors
@@ -48,3 +51,44 @@ def test_every_skyc_error_is_defined_in_the_error_tree() -> None:
     assert outside == []
     drawn = errors.__doc__ or ""
     assert [n for n in sorted(names) if n not in drawn] == []
+
+
+_CLOUD_LITERAL = re.compile(r"""["'](aws|gcp|azure|kubernetes|k8s)["']""")
+# Where a cloud's name may be written: its target folder, the target registry, the task
+# format's own vocabulary. (Transport names and prose examples are not cloud keys.)
+_CLOUD_HOMES = ("compiler/aws/", "compiler/gcp/", "compiler/azure/", "compiler/kubernetes/",
+                "compiler/local/", "compiler/ssh/", "compiler/__init__.py", "task/")
+_NOT_CLOUD_KEYS = {
+    "model/nodes.py": "a node's transport",
+    "runtime/session.py": "a node's transport",
+    "runtime/kube.py": "the kubernetes Python package's name",
+}
+
+
+def _code_lines(path: Path) -> list[tuple[int, str]]:
+    """The string literals of a module's code (docstrings left out)."""
+    tree = ast.parse(path.read_text())
+    doc_lines: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
+                getattr(body[0], "value", None), ast.Constant):
+            doc_lines.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if tok.type == tokenize.STRING and tok.start[0] not in doc_lines:
+            out.append((tok.start[0], tok.string))
+    return out
+
+
+def test_no_cloud_is_named_outside_its_target_the_registry_and_the_task_format() -> None:
+    root = SKYC
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(_CLOUD_HOMES) or rel in _NOT_CLOUD_KEYS:
+            continue
+        found += [f"{rel}:{line}: {text}" for line, text in _code_lines(path)
+                  if _CLOUD_LITERAL.fullmatch(text)]
+    assert found == [], "a cloud's facts belong in its target folder or catalog data:\n" + (
+        "\n".join(found))

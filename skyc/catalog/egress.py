@@ -14,17 +14,33 @@ bought (local, SSH pools, Kubernetes) send for free.
 
 Time: like SkyPilot's optimizer, a 10 Gbit/s link between distinct locations.
 
+The figures are catalog data (``data/egress.json``, one entry per priced cloud); a
+cloud with a price catalog and no entry there is a packaging error (a test checks
+every bundled catalog has one), and infra that is not bought has none.
+
 The contract the optimizer relies on: both depend only on the source cloud,
 the destination cloud and whether the region differs.
 """
 
 from __future__ import annotations
 
-INTER_REGION_PER_GB = 0.02
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
 BANDWIDTH_GBPS = 10.0
 
 
-def _tiered(gb: float, free: float, tiers: tuple[tuple[float, float], ...]) -> float:
+@cache
+def egress_rates() -> dict[str, dict[str, Any]]:
+    """cloud -> its data transfer prices, from the bundled ``egress.json``."""
+    path = Path(__file__).parent / "data" / "egress.json"
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return {cloud: rates for cloud, rates in data.items() if not cloud.startswith("_")}
+
+
+def _tiered(gb: float, free: float, tiers: list[list[float]]) -> float:
     """Tiers are (upper bound GB, $/GB) applied cumulatively."""
     cost, low = 0.0, free
     for upper, rate in tiers:
@@ -35,20 +51,24 @@ def _tiered(gb: float, free: float, tiers: tuple[tuple[float, float], ...]) -> f
     return cost
 
 
-def internet_egress_cost(cloud: str, gb: float) -> float:
-    if gb <= 0:
-        return 0.0
-    if cloud == "aws":
-        if gb > 150 * 1024:
-            return 0.05 * gb
-        return _tiered(gb, 1, ((10 * 1024, 0.09), (50 * 1024, 0.085), (150 * 1024, 0.07)))
-    if cloud == "azure":
-        if gb > 150 * 1024:
-            return 0.05 * gb
-        return _tiered(gb, 5, ((10 * 1024, 0.0875), (50 * 1024, 0.083), (150 * 1024, 0.07)))
-    if cloud == "gcp":
-        return gb * (0.12 if gb <= 1024 else 0.11 if gb <= 10 * 1024 else 0.08)
+def _by_volume(gb: float, brackets: list[list[float | None]]) -> float:
+    """The whole volume at the rate of the first bracket (upper bound GB) it fits."""
+    for upper, rate in brackets:
+        if upper is None or gb <= upper:
+            return gb * float(rate or 0.0)
     return 0.0
+
+
+def internet_egress_cost(cloud: str, gb: float) -> float:
+    rates = egress_rates().get(cloud)
+    if gb <= 0 or rates is None:
+        return 0.0
+    flat = rates.get("flat_above")
+    if flat is not None and gb > flat[0]:
+        return float(flat[1]) * gb
+    if "volume_rates" in rates:
+        return _by_volume(gb, rates["volume_rates"])
+    return _tiered(gb, float(rates.get("free_gb", 0)), rates.get("tiers", []))
 
 
 def egress_cost(src_cloud: str, src_region: str | None, dst_cloud: str,
@@ -56,7 +76,8 @@ def egress_cost(src_cloud: str, src_region: str | None, dst_cloud: str,
     if gb <= 0 or (src_cloud, src_region) == (dst_cloud, dst_region):
         return 0.0
     if src_cloud == dst_cloud:
-        return INTER_REGION_PER_GB * gb if src_cloud in ("aws", "gcp", "azure") else 0.0
+        rates = egress_rates().get(src_cloud)
+        return float(rates.get("inter_region", 0.0)) * gb if rates else 0.0
     return internet_egress_cost(src_cloud, gb)
 
 

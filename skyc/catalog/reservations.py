@@ -9,11 +9,18 @@ consumes it.
 
 from __future__ import annotations
 
-# (cloud, instance family prefix) whose on-demand capacity comes only from a reservation.
-RESERVATION_ONLY: tuple[tuple[str, str], ...] = (
-    ("gcp", "a3-ultragpu-"),
-    ("gcp", "a4-highgpu-"),
-)
+import csv
+from functools import cache
+from pathlib import Path
+
+
+@cache
+def reservation_only() -> tuple[tuple[str, str], ...]:
+    """(cloud, instance type prefix) whose on-demand capacity comes only from a
+    reservation: catalog data (``data/reservation_only.csv``)."""
+    path = Path(__file__).parent / "data" / "reservation_only.csv"
+    with path.open(encoding="utf-8", newline="") as f:
+        return tuple((row["cloud"], row["instance_type_prefix"]) for row in csv.DictReader(f))
 
 
 def needs_reservation(cloud: str, instance_type: str | None, use_spot: bool) -> bool:
@@ -21,7 +28,7 @@ def needs_reservation(cloud: str, instance_type: str | None, use_spot: bool) -> 
     if use_spot or instance_type is None:
         return False
     return any(cloud == c and instance_type.startswith(prefix)
-               for c, prefix in RESERVATION_ONLY)
+               for c, prefix in reservation_only())
 
 
 def reservation_reason(instance_type: str) -> str:
@@ -31,14 +38,14 @@ def reservation_reason(instance_type: str) -> str:
 
 
 def configured_reservations(config: object | None = None) -> dict[str, list[str]]:
-    """Per cloud of ``RESERVATION_ONLY``: the reservations its section of ``config``
+    """Per cloud of :func:`reservation_only`: the reservations its section of ``config``
     (a ``SkycConfig``; None: the config file) names (``gcp: {reservations: [NAME]}``)."""
     if config is None:
         from skyc.settings.config import load_config
 
         config = load_config()
     out: dict[str, list[str]] = {}
-    for cloud in sorted({c for c, _ in RESERVATION_ONLY}):
+    for cloud in sorted({c for c, _ in reservation_only()}):
         section = getattr(config, cloud, None)
         out[cloud] = [str(n) for n in getattr(section, "reservations", None) or []]
     return out

@@ -25,7 +25,12 @@ from skyc.task.reading import decode, read_bytes
 BUNDLED_DIR = Path(__file__).parent / "data"
 # A decoded catalog's cache holds its file's path, size, change time and Python version
 CacheKey = tuple[str, int, int, int, int]
-KNOWN_CLOUDS = ("aws", "azure", "gcp")
+
+
+def bundled_clouds() -> tuple[str, ...]:
+    """The clouds the bundled snapshot has a price catalog of (``data/<cloud>.json.gz``)."""
+    return tuple(sorted(p.name.removesuffix(".json.gz")
+                        for p in BUNDLED_DIR.glob("*.json.gz")))
 
 
 def write_compact(dest: Path, tables: dict[str, dict[str, Any]], source: str, date: str) -> None:
@@ -188,14 +193,14 @@ def update_catalog(source: str, dest: Path, *, today: str | None = None) -> list
     """Convert a directory or URL in SkyPilot's layout into ``dest`` (compact form).
 
     Returns the clouds written. A URL (``https://...``, ``file://...``) is the
-    base holding ``<cloud>/vms.csv`` for each of aws, azure and gcp.
+    base holding ``<cloud>/vms.csv`` for each cloud of the bundled snapshot.
     """
     from skyc.catalog.csvformat import parse_vms_text
 
     tables: dict[str, dict[str, Any]] = {}
     if "://" in source:
         base = source.rstrip("/")
-        for cloud in KNOWN_CLOUDS:
+        for cloud in bundled_clouds():
             text = _fetch(f"{base}/{cloud}/vms.csv")
             if text is not None:
                 tables[cloud] = parse_vms_text(cloud, text, f"{base}/{cloud}/vms.csv")

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 
 # Registered targets; each is the folder skyc/compiler/<name>/.
 TARGETS = ("aws", "azure", "gcp", "kubernetes", "local", "ssh")
+# The targets that are bought from a provider (they need credentials and have offers
+# of their own or a price catalog), in the order `skyc check` lists them; the others
+# (local, ssh) are machines skyc is given.
+CLOUD_TARGETS = ("aws", "gcp", "azure", "kubernetes")
 # The modules every target folder holds.
 TARGET_MODULES = ("lowering", "errors", "outputs", "credentials")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from skyc.errors import ConfigError
-
-_K8S = ("k8s", "kubernetes")
+from skyc.task._parse import canonical_cloud
 
 
 class Blocked(BaseModel):
@@ -31,7 +30,7 @@ class Blocked(BaseModel):
             raise ConfigError(f"{what} '{text}': expected cloud[/region[/zone]]",
                               hint="use '*' as a wildcard, e.g. aws/us-east-1/*")
         vals = [None if p == "*" else p for p in parts] + [None] * (3 - len(parts))
-        cloud = "kubernetes" if vals[0] in _K8S else vals[0]
+        cloud = None if vals[0] is None else canonical_cloud(vals[0])
         return cls(cloud=cloud, region=vals[1], zone=vals[2])
 
     def matches(self, cloud: str, region: str | None, zone: str | None) -> bool:

@@ -25,20 +25,22 @@ from skyc.optimizer.blocked import Blocked
 from skyc.optimizer.choice import Choice
 from skyc.optimizer.ports import CatalogLike
 from skyc.optimizer.timemodel import estimated_hours
+from skyc.task._parse import canonical_cloud
 from skyc.task.candidate import ResourceCandidate
 
-_K8S = ("k8s", "kubernetes")
 Infra = tuple[str | None, str | None, str | None]
 
 
 def merge_infra(cand: ResourceCandidate, infra: tuple[str | None, str | None, str | None]
                 ) -> tuple[str | None, str | None, str | None] | None:
     """The candidate's infra narrowed by ``--infra``; None when they contradict."""
-    mine = (cand.infra.cloud, cand.infra.region, cand.infra.zone)
+    def cloud(name: str | None) -> str | None:
+        return None if name is None else canonical_cloud(name)
+
+    mine = (cloud(cand.infra.cloud), cand.infra.region, cand.infra.zone)
+    asked = (cloud(infra[0]), infra[1], infra[2])
     out: list[str | None] = []
-    for a, b in zip(mine, infra, strict=True):
-        a = "kubernetes" if a in _K8S else a
-        b = "kubernetes" if b in _K8S else b
+    for a, b in zip(mine, asked, strict=True):
         if a is not None and b is not None and a != b:
             return None
         out.append(a if a is not None else b)

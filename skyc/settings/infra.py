@@ -16,14 +16,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from skyc.compiler import CLOUD_TARGETS as CLOUDS  # the registry's clouds
 from skyc.settings.config import SkycConfig
 
 if TYPE_CHECKING:
     from skyc.catalog import Catalog
     from skyc.compiler.base import OwnOffers
-
-CLOUDS = ("aws", "gcp", "azure", "kubernetes")
-_ALIASES = {"k8s": "kubernetes"}
 
 
 class InfraStatus(NamedTuple):
@@ -37,8 +35,9 @@ class InfraStatus(NamedTuple):
 
 
 def normalize(name: str) -> str:
-    head = name.strip().split("/")[0].lower()
-    return _ALIASES.get(head, head)
+    from skyc.task._parse import canonical_cloud
+
+    return canonical_cloud(name.strip().split("/")[0])
 
 
 def _credentials(

@@ -146,6 +146,13 @@ def fmt_accelerator(a: AcceleratorRequest) -> str:
 # --- infra ----------------------------------------------------------------------
 
 
+def canonical_cloud(name: str) -> str:
+    """A cloud's name as skyc keys it (``k8s`` is ``kubernetes``), lower-case; no check
+    that it is known (:func:`normalize_cloud` checks)."""
+    cloud = name.strip().lower()
+    return _CLOUD_ALIASES.get(cloud, cloud)
+
+
 def normalize_cloud(raw: str) -> str:
     from difflib import get_close_matches
 
