@@ -217,6 +217,7 @@ def catalog_for(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | N
     ``local`` is enabled, and the enabled SSH pools (or exactly ``scope``'s
     names). ``every_cloud``: every priced cloud (for browsing)."""
     from skyc.catalog import load_catalog, local_offers, ssh_offers
+    from skyc.catalog.reservations import configured_reservations
 
     if scope is None and not every_cloud:
         scope = plan_scope(config, tasks, infra=infra, catalog_dir=catalog_dir)
@@ -230,7 +231,8 @@ def catalog_for(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | N
         if own is not None:
             fixed += own.offers_for(config)
             hints[name] = own.EMPTY_HINT
-    catalog = load_catalog(catalog_dir, clouds=None if every_cloud else names, fixed=fixed)
+    catalog = load_catalog(catalog_dir, clouds=None if every_cloud else names, fixed=fixed,
+                           reservations=configured_reservations(config))
     catalog.empty_hints = hints
     return catalog
 

@@ -72,3 +72,14 @@ def test_reservations_are_read_from_the_config_file(tmp_path: Path,
         _plan(_catalog(None), A4)
     (tmp_path / "config.yaml").write_text("gcp:\n  reservations: [b200-res]\n")
     assert _plan(_catalog(None), A4).tasks[0].placement.instance_type == "a4-highgpu-8g"
+
+
+def test_the_catalog_a_plan_uses_takes_the_reservations_of_the_config_it_is_given() -> None:
+    from skyc.settings.config import SkycConfig
+    from skyc.settings.infra import catalog_for
+
+    config = SkycConfig.model_validate({"infra": ["gcp"], "gcp": {"reservations": ["r1"]}})
+    held = _plan(catalog_for(config), H200).tasks[0]
+    assert held.placement.instance_type == "a3-ultragpu-8g"
+    plain = _plan(catalog_for(SkycConfig.model_validate({"infra": ["gcp"]})), H200).tasks[0]
+    assert not (plain.placement.instance_type or "").startswith("a3-ultragpu-")
