@@ -81,5 +81,5 @@ def test_the_catalog_a_plan_uses_takes_the_reservations_of_the_config_it_is_give
     config = SkycConfig.model_validate({"infra": ["gcp"], "gcp": {"reservations": ["r1"]}})
     held = _plan(catalog_for(config), H200).tasks[0]
     assert held.placement.instance_type == "a3-ultragpu-8g"
-    plain = _plan(catalog_for(SkycConfig.model_validate({"infra": ["gcp"]})), H200).tasks[0]
-    assert not (plain.placement.instance_type or "").startswith("a3-ultragpu-")
+    with pytest.raises(InfeasibleError, match="granted only from a reservation"):
+        _plan(catalog_for(SkycConfig.model_validate({"infra": ["gcp"]})), H200)
