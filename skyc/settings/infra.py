@@ -16,12 +16,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from skyc.compiler import CLOUD_TARGETS as CLOUDS  # the registry's clouds
+from skyc.compiler import CLOUD_TARGETS
 from skyc.settings.config import SkycConfig
 
 if TYPE_CHECKING:
     from skyc.catalog import Catalog
     from skyc.compiler.base import OwnOffers
+
+
+CLOUDS = CLOUD_TARGETS  # the registry's clouds, in the order `skyc check` lists them
 
 
 class InfraStatus(NamedTuple):
