@@ -337,6 +337,14 @@ class ResourcesEntry(_Model):
             raise ValueError(f"invalid {info.field_name} {v!r}")
         return v.strip() if v is not None else None
 
+    @field_validator("accelerator_args")
+    @classmethod
+    def _tpu_vms_only(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is not None and v.get("tpu_vm") is False:
+            raise ValueError("TPU Nodes (a host VM with a TPU attached) are not supported; "
+                             "TPU VMs only: drop tpu_vm: false")
+        return v
+
     @field_validator("gpus")
     @classmethod
     def _gpus(cls, v: Accelerators | None, info: ValidationInfo) -> Accelerators | None:

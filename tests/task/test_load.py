@@ -231,3 +231,16 @@ def test_pipeline_outputs() -> None:
     assert loaded.header is not None and loaded.header.name == "preprocess-train-eval"
     assert [t.name for t in loaded.tasks] == ["preprocess", "train", "eval"]
     assert [t.outputs_size_gb for t in loaded.tasks] == [200, 50, 0]
+
+
+def test_tpu_nodes_are_refused_naming_the_field_and_the_way_out(tmp_path: Path) -> None:
+    path = write(tmp_path, "resources:\n  accelerators: tpu-v2-8\n"
+                 "  instance_type: n1-highmem-8\n  accelerator_args: {tpu_vm: false}\n")
+    with pytest.raises(TaskSpecError) as info:
+        load_tasks(path)
+    problem = info.value.problems[0]
+    assert problem.path == "resources.accelerator_args" and problem.line == 4
+    assert "TPU VMs only: drop tpu_vm: false" in problem.message
+    ok = write(tmp_path, "resources:\n  accelerators: tpu-v2-8\n"
+               "  accelerator_args: {tpu_vm: true}\n", "vm.yaml")
+    assert load_tasks(ok).tasks[0].resources.accelerator_args == {"tpu_vm": True}
