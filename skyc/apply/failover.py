@@ -107,55 +107,17 @@ def provision_with_failover(
     after a growing backoff, until ``policy.timeout_s``.
     """
     policy = policy or FailoverPolicy()
-    start = clock()
-    attempts: list[Attempt] = []
-    blocked: list[Blocked] = []
+    loop = _Loop(policy, cleanup, next_placement, on_attempt, sleep, clock,
+                 start=clock(), backoff=policy.backoff_s)
     placement = first
-    backoff = policy.backoff_s
-    again = 0  # transient errors in a row at this placement
     while True:
         t0 = clock()
         try:
             value = provision(placement)
         except ProvisionError as exc:
-            _cleanup_or_explain(cleanup, placement, exc, policy.cleanup_pauses_s, sleep)
-            attempt = Attempt(placement, exc.code, exc.message, clock() - t0)
-            attempts.append(attempt)
-            if not exc.retryable:
-                if on_attempt:
-                    on_attempt(attempt, None)
+            nxt = loop.failed(placement, exc, t0)
+            if nxt is None:  # not retryable: the error is the user's as it was
                 raise
-            if (exc.transient and again < policy.transient_retries
-                    and len(attempts) < policy.max_attempts
-                    and clock() - start < policy.timeout_s):
-                again += 1
-                if on_attempt:
-                    on_attempt(attempt, placement)
-                sleep(policy.transient_backoff_s * again)
-                continue
-            again = 0
-            scope = blocked_scope(placement, exc)
-            if scope not in blocked:
-                blocked.append(scope)
-            nxt = _next_or_none(next_placement, blocked)
-            out_of_time = clock() - start >= policy.timeout_s
-            if nxt is None and policy.retry_until_up and not out_of_time:
-                sleep(backoff)
-                backoff = min(backoff * 2, policy.backoff_max_s)
-                blocked.clear()
-                nxt = _next_or_none(next_placement, blocked)
-            too_many = not policy.retry_until_up and len(attempts) >= policy.max_attempts
-            if nxt is None or too_many or clock() - start >= policy.timeout_s:
-                if on_attempt:
-                    on_attempt(attempt, None)
-                raise FailoverExhausted(
-                    _exhausted_message(attempts, nxt is None),
-                    attempts,
-                    hint="retry later, allow more infra (--infra / any_of), or use "
-                    "--retry-until-up",
-                ) from exc
-            if on_attempt:
-                on_attempt(attempt, nxt)
             placement = nxt
             continue
         except (EngineInterrupted, Interrupted, Cancelled):
@@ -163,23 +125,101 @@ def provision_with_failover(
             # the engine's state, for the caller to resume or tear down.
             raise
         except Exception as exc:
-            # Not a classified provisioning error (an engine that crashed, a bug, a
-            # state that could not be written): nothing to fail over to, but what the
-            # attempt created is removed before the error is the user's.
-            failure = ProvisionError(str(exc), ProvisionFailure(
-                code=type(exc).__name__, scope="cloud", retryable=False,
-                cloud=placement.cloud))
-            _cleanup_or_explain(cleanup, placement, failure, policy.cleanup_pauses_s, sleep)
-            attempt = Attempt(placement, failure.code, failure.message, clock() - t0)
-            attempts.append(attempt)
-            if on_attempt:
-                on_attempt(attempt, None)
+            loop.crashed(placement, exc, t0)
             raise
         attempt = Attempt(placement, None, "up", clock() - t0)
-        attempts.append(attempt)
-        if on_attempt:
-            on_attempt(attempt, None)
-        return FailoverResult(value, placement, attempts)
+        loop.attempts.append(attempt)
+        loop.record(attempt, None)
+        return FailoverResult(value, placement, loop.attempts)
+
+
+@dataclass
+class _Loop:
+    """The failover loop's state between attempts, and what it does after each one."""
+
+    policy: FailoverPolicy
+    cleanup: Callable[[Placement], None]
+    next_placement: Callable[[list[Blocked]], Placement]
+    on_attempt: Callable[[Attempt, Placement | None], None] | None
+    sleep: Callable[[float], None]
+    clock: Callable[[], float]
+    start: float
+    backoff: float
+    attempts: list[Attempt] = field(default_factory=list)
+    blocked: list[Blocked] = field(default_factory=list)
+    again: int = 0  # transient errors in a row at this placement
+
+    def record(self, attempt: Attempt, nxt: Placement | None) -> None:
+        if self.on_attempt:
+            self.on_attempt(attempt, nxt)
+
+    def failed(self, placement: Placement, exc: ProvisionError, t0: float
+               ) -> Placement | None:
+        """After a classified failure: the placement to try next; None when the error
+        is not retryable; raises FailoverExhausted when nothing is left to try."""
+        _cleanup_or_explain(self.cleanup, placement, exc, self.policy.cleanup_pauses_s,
+                            self.sleep)
+        attempt = Attempt(placement, exc.code, exc.message, self.clock() - t0)
+        self.attempts.append(attempt)
+        if not exc.retryable:
+            self.record(attempt, None)
+            return None
+        if self._try_again(exc):
+            self.again += 1
+            self.record(attempt, placement)
+            self.sleep(self.policy.transient_backoff_s * self.again)
+            return placement
+        self.again = 0
+        scope = blocked_scope(placement, exc)
+        if scope not in self.blocked:
+            self.blocked.append(scope)
+        nxt = self._next_or_restart()
+        too_many = (not self.policy.retry_until_up
+                    and len(self.attempts) >= self.policy.max_attempts)
+        if nxt is None or too_many or self._out_of_time():
+            self.record(attempt, None)
+            raise FailoverExhausted(
+                _exhausted_message(self.attempts, nxt is None),
+                self.attempts,
+                hint="retry later, allow more infra (--infra / any_of), or use "
+                "--retry-until-up",
+            ) from exc
+        self.record(attempt, nxt)
+        return nxt
+
+    def _try_again(self, exc: ProvisionError) -> bool:
+        """A transient error: the same placement again, while tries and time are left."""
+        return (exc.transient and self.again < self.policy.transient_retries
+                and len(self.attempts) < self.policy.max_attempts
+                and self.clock() - self.start < self.policy.timeout_s)
+
+    def _out_of_time(self) -> bool:
+        return self.clock() - self.start >= self.policy.timeout_s
+
+    def _next_or_restart(self) -> Placement | None:
+        """The next best placement; with retry_until_up and time left, an exhausted
+        list starts over (blocked cleared) after a growing backoff."""
+        nxt = _next_or_none(self.next_placement, self.blocked)
+        out_of_time = self._out_of_time()
+        if nxt is None and self.policy.retry_until_up and not out_of_time:
+            self.sleep(self.backoff)
+            self.backoff = min(self.backoff * 2, self.policy.backoff_max_s)
+            self.blocked.clear()
+            nxt = _next_or_none(self.next_placement, self.blocked)
+        return nxt
+
+    def crashed(self, placement: Placement, exc: Exception, t0: float) -> None:
+        """Not a classified provisioning error (an engine that crashed, a bug, a state
+        that could not be written): nothing to fail over to, but what the attempt
+        created is removed before the error is the user's."""
+        failure = ProvisionError(str(exc), ProvisionFailure(
+            code=type(exc).__name__, scope="cloud", retryable=False,
+            cloud=placement.cloud))
+        _cleanup_or_explain(self.cleanup, placement, failure, self.policy.cleanup_pauses_s,
+                            self.sleep)
+        attempt = Attempt(placement, failure.code, failure.message, self.clock() - t0)
+        self.attempts.append(attempt)
+        self.record(attempt, None)
 
 
 def _cleanup_or_explain(

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from skyc.apply.failover import Attempt, FailoverPolicy, provision_with_failover
 from skyc.apply.preflight import (
     check_cluster_reuse,
-    check_failover_placement,
     check_placement,
     check_reshape,
     check_task,
@@ -27,8 +26,6 @@ from skyc.apply.preflight import (
 from skyc.errors import (
     InfeasibleError,
     Interrupted,
-    ProvisionError,
-    ProvisionFailure,
     SkycError,
     UnsupportedFeature,
 )
@@ -259,49 +256,59 @@ def _provision(
     blocked: Sequence[Blocked] = (),
     autostop: bool = True,
 ) -> tuple[ClusterInfo, Placement, list[Attempt]]:
-    from skyc.apply.provision import destroy_attempt, provision
-    from skyc.compiler import choose_engine, target
-    from skyc.settings.infra import missing_credentials
-    from skyc.stacks.workspace import cluster_workspace, has_stack
+    from skyc.apply.attempts import AttemptSteps, record_failed_apply
 
     before = db.get_cluster(name)
     home = None if opts.anywhere else cluster_home(before)
-    keep_in_place = home is not None
     pinned = opts
     if home is not None:
         policy = replace(opts.failover, max_attempts=1, retry_until_up=False)
         pinned = replace(opts, infra=home, failover=policy)
-
-    leave_review: list[bool] = []  # set once the user said to fail over past the review
-
-    def next_placement(more: list[Blocked]) -> Placement:
-        both = [*blocked, *more]
-        if opts.reviewed is not None and not leave_review:
-            try:
-                return reviewed_next(opts.reviewed.placements, both)
-            except InfeasibleError as exc:
-                ask = opts.reviewed.ask
-                question = (f"{exc} ({', '.join(str(b) for b in both)} failed). Plan "
-                            "again outside the reviewed plan and continue?")
-                if ask is None or not ask(question):
-                    raise
-                leave_review.append(True)
-        return make_plan([task], pinned, blocked=both, config=config).tasks[0].placement
-
     reporter.stage("optimize")
-    plan = make_plan([task], pinned, blocked=blocked, config=config)
-    if opts.reviewed is not None:
-        first = opts.reviewed.placements[0]
-        if home is not None and first.infra != home:
-            raise SkycError(
-                f"the plan places cluster {name} in {first.infra}, but it lives in {home}; "
-                "nothing was applied",
-                hint="plan again with --infra " + home + " to keep it there")
-        plan = plan.model_copy(update={"tasks": [plan.tasks[0].model_copy(update={
-            "placement": first, "alternatives": opts.reviewed.placements[1:]})]})
+    plan = _first_plan(task, name, opts, pinned, config, blocked, home)
     reporter.plan(plan)
     candidates = task.candidates()
     chosen = plan.tasks[0].placement
+    confirmed = _preflight(task, name, chosen, candidates, opts, config, db, reporter,
+                           autostop)
+    steps = AttemptSteps(task, name, opts, pinned, config, db, reporter, candidates, chosen,
+                         confirmed, blocked, keep_in_place=home is not None)
+    try:
+        result = provision_with_failover(
+            chosen, provision=steps.provision, cleanup=steps.cleanup,
+            next_placement=steps.next_placement, policy=pinned.failover,
+            on_attempt=steps.on_attempt,
+        )
+    except SkycError as exc:
+        record_failed_apply(db, name, before, steps.trail, exc)
+        raise
+    db.mark_cluster_up(name, result.value, result.placement)
+    return result.value, result.placement, result.attempts
+
+
+def _first_plan(task: Task, name: str, opts: LaunchOptions, pinned: LaunchOptions,
+                config: SkycConfig, blocked: Sequence[Blocked], home: str | None) -> Plan:
+    """The optimizer's plan (``pinned``: a cluster that has come up stays at ``home``),
+    with a reviewed plan file's placements in place of its own."""
+    plan = make_plan([task], pinned, blocked=blocked, config=config)
+    if opts.reviewed is None:
+        return plan
+    first = opts.reviewed.placements[0]
+    if home is not None and first.infra != home:
+        raise SkycError(
+            f"the plan places cluster {name} in {first.infra}, but it lives in {home}; "
+            "nothing was applied",
+            hint="plan again with --infra " + home + " to keep it there")
+    return plan.model_copy(update={"tasks": [plan.tasks[0].model_copy(update={
+        "placement": first, "alternatives": opts.reviewed.placements[1:]})]})
+
+
+def _preflight(task: Task, name: str, chosen: Placement,
+               candidates: Sequence[ResourceCandidate], opts: LaunchOptions,
+               config: SkycConfig, db: StateDB, reporter: LaunchReporter, autostop: bool
+               ) -> StackDiff | None:
+    """Before the first attempt: the placement's checks, what a reshape removes (refused
+    while jobs run there), and the diff the user confirmed (None: not asked)."""
     check_placement(task, name, chosen, candidates[chosen.candidate_index], config)
     if autostop:
         _check_autostop(task, name, chosen, opts)
@@ -314,117 +321,11 @@ def _provision(
             reporter.stage("reshape", line)
     confirmed = None
     if opts.confirm is not None and opts.reviewed is None:
-        confirmed = _confirm_changes(name, plan.tasks[0].placement, candidates, config,
-                                     opts.confirm, opts.engine)
+        confirmed = _confirm_changes(name, chosen, candidates, config, opts.confirm,
+                                     opts.engine)
     if reshape is not None:
         db.reconcile_jobs(name, end_removed_jobs(reshape))
-
-    trail = _AttemptTrail()
-    engine_ran = trail.runs
-
-    def do_provision(p: Placement) -> ClusterInfo:
-        missing = missing_credentials(p.cloud, config=config)
-        if missing:
-            raise ProvisionError(
-                missing,
-                ProvisionFailure(code="NoCredentials", scope="cloud", retryable=True,
-                                 cloud=p.cloud),
-            )
-        if p is not chosen:  # a failover re-target: the same preflight as the first
-            check_failover_placement(task, name, p, candidates[p.candidate_index], config)
-        if opts.admit is not None:
-            opts.admit(name, p)
-        recorded = db.get_cluster(name)
-        prior = recorded.engine if recorded and recorded.engine in target(p.cloud).engines else None
-        engine = choose_engine(p.cloud, opts.engine or prior, config)
-        reporter.stage("provision", f"{p.infra} ({engine})")
-        first = not engine_ran
-        engine_ran.append(p)
-        db.upsert_cluster_from_placement(name, p, status="INIT", engine=engine)
-        # The first attempt applies the diff the user confirmed (its saved engine plan),
-        # or checks the engine's plan against the reviewed plan file's changes.
-        return provision(
-            name, p, candidates[p.candidate_index], config=config,
-            progress=reporter.engine_event, engine=engine,
-            reviewed=confirmed if first and p is chosen else None,
-            expected=opts.reviewed.changes if first and opts.reviewed is not None else None,
-            saved_plan=(opts.reviewed.engine_plan if first and opts.reviewed is not None
-                        and p is chosen else None),
-        )
-
-    def cleanup(p: Placement) -> None:
-        if not engine_ran or engine_ran[-1] is not p:
-            return  # refused before the engine ran (no credentials): nothing was created
-        if keep_in_place:
-            reporter.stage("kept", f"cluster {name} keeps its resources on {p.infra}")
-            return
-        if not has_stack(cluster_workspace(name)):
-            trail.cleaned = trail.ran  # the engine stopped before writing anything
-            return
-        reporter.stage("cleanup", f"destroying what the attempt on {p.infra} created")
-        trail.destroying = True
-        try:
-            destroy_attempt(name, progress=reporter.engine_event)
-            trail.cleaned = trail.ran
-        except SkycError as exc:
-            exc.hint = (f"the engine's state still lists what the attempt created: run "
-                        f"`skyc destroy {name}` to remove it, or `skyc apply` to retry")
-            raise
-
-    def on_attempt(a: Attempt, nxt: Placement | None) -> None:
-        db.add_event(name, "attempt", a.message, {"infra": a.placement.infra, "error": a.error})
-        reporter.attempt(a, nxt)
-
-    try:
-        result = provision_with_failover(
-            plan.tasks[0].placement, provision=do_provision, cleanup=cleanup,
-            next_placement=next_placement, policy=pinned.failover, on_attempt=on_attempt,
-        )
-    except SkycError as exc:
-        _record_failed_apply(db, name, before, trail, exc)
-        raise
-    db.mark_cluster_up(name, result.value, result.placement)
-    return result.value, result.placement, result.attempts
-
-
-@dataclass
-class _AttemptTrail:
-    """What one apply's attempts did: engine runs, whether a cleanup began destroying,
-    and how many runs were destroyed again since (all of them: nothing is left)."""
-
-    runs: list[Placement] = field(default_factory=list)  # each engine run's placement
-    destroying: bool = False
-    cleaned: int = 0
-
-    @property
-    def ran(self) -> int:
-        return len(self.runs)
-
-
-def _record_failed_apply(db: StateDB, name: str, before: ClusterRecord | None,
-                         trail: _AttemptTrail, error: SkycError) -> None:
-    """After every attempt failed. A cluster of which nothing was destroyed, and that
-    had come up or that no engine ran for, keeps its record as it was (the engine may
-    have changed part of it: ``skyc status --refresh`` checks). A new cluster that left
-    nothing behind is forgotten. Any other is FAILED, with the failure as an event."""
-    from skyc.apply.provision import forget_attempts
-
-    if db.get_cluster(name) is None:
-        return  # refused before provisioning (no credentials): nothing was recorded
-    came_up = before is not None and before.launched_at is not None
-    if before is not None and not trail.destroying and (came_up or trail.ran == 0):
-        db.upsert_cluster(before)
-        db.add_event(name, "apply-failed", f"apply failed; the cluster keeps its status "
-                     f"{before.status}: {error.message}", {"status": before.status})
-    elif before is None and trail.ran == 0:
-        db.remove_cluster(name)
-    elif not came_up and trail.ran > 0 and trail.cleaned == trail.ran:
-        db.remove_cluster(name)  # every engine run was destroyed again: nothing is left
-        forget_attempts(name)
-    else:
-        db.set_cluster_status(name, "FAILED")
-        db.add_event(name, "apply-failed", f"apply failed: {error.message}",
-                     {"status": "FAILED"})
+    return confirmed
 
 
 def provision_cluster(
