@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from skyc.cli import params
+from skyc.cli import apply_options
 from skyc.cli.options import (
-    INFRA_HELP,
     OPTIMIZE_CHOICES,
     check_choice,
     cpus_option,
     disk_size_option,
     env_file_option,
-    env_values,
     gpus_option,
     instance_type_option,
     memory_option,
@@ -24,13 +23,14 @@ from skyc.cli.options import (
     one_infra,
     use_spot_option,
 )
+from skyc.cli.task_flags import TaskFlags
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from skyc.apply.launch import LaunchOptions
+    from skyc.apply.launch import LaunchOptions, LaunchResult
     from skyc.optimizer.plan import Placement
-    from skyc.task import Task
+    from skyc.task import Task, TaskFile
 
 _APPLY_HELP = """Plan, provision (with failover), sync, set up and run a task.
 
@@ -50,24 +50,14 @@ Job records are kept as they were.
 
 
 def apply_cmd(
-    task_file: Path = typer.Argument(
-        ..., metavar="TASK|COMMAND",
-        help="Task YAML, a plan file saved by `skyc plan -o FILE`, or a command in quotes "
-        "('python train.py', run as the task's run section)."),
-    cluster: str | None = typer.Option(
-        None, "-c", "--cluster", metavar="CLUSTER",
-        help="Cluster name (default: the task's name)."
-    ),
-    yes: bool = typer.Option(False, "-y", "--yes", help="Apply without asking."),
-    infra: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP),
-    catalog: Path | None = typer.Option(None, "--catalog", metavar="DIR",
-                                        help="Catalog dir (<cloud>/vms.csv)."),
-    optimize: str = typer.Option("cost", "--optimize", metavar="cost|time",
-                                 help="cost (cheapest) or time (fastest)."),
-    env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
-                                  help="KEY=VAL (or KEY, from this environment)."),
-    secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
-                                     help="KEY=VAL, or KEY from this environment."),
+    task_file: Path = apply_options.TASK,
+    cluster: str | None = apply_options.CLUSTER,
+    yes: bool = apply_options.YES,
+    infra: list[str] = apply_options.INFRA,
+    catalog: Path | None = apply_options.CATALOG,
+    optimize: str = apply_options.OPTIMIZE,
+    env: list[str] = apply_options.ENV,
+    secret: list[str] = apply_options.SECRET,
     gpus: str | None = gpus_option(),
     cpus: str | None = cpus_option(),
     memory: str | None = memory_option(),
@@ -76,58 +66,47 @@ def apply_cmd(
     use_spot: bool | None = use_spot_option(),
     num_nodes: int | None = num_nodes_option(),
     env_file: Path | None = env_file_option(),
-    down: bool = typer.Option(False, "--down", help="Destroy the cluster after the job "
-                              "(with -i: once it has been idle that long)."),
-    idle_minutes: float | None = typer.Option(
-        None, "-i", "--idle-minutes-to-autostop", metavar="MINUTES", parser=params.IDLE_MINUTES,
-        help="Autostop: stop (with --down: tear down) the cluster after N idle minutes; "
-        "decided on the head node."),
-    detach: bool = typer.Option(False, "-d", "--detach",
-                                help="Return once the job has started."),
-    setup: bool = typer.Option(False, "--setup", help="Run setup again even if unchanged."),
-    retry_until_up: bool = typer.Option(
-        False, "--retry-until-up", help="Keep cycling through placements (with backoff)."
-    ),
-    max_attempts: int = typer.Option(
-        8, "--max-attempts", metavar="N", parser=params.ATTEMPTS,
-        help="Failover attempt limit (1-1000)."
-    ),
-    timeout: float = typer.Option(
-        3600.0, "--timeout", metavar="SECONDS", parser=params.TIMEOUT,
-        help="Provisioning time limit, seconds (more than 0).",
-    ),
-    lock_timeout: float = typer.Option(
-        600.0, "--lock-timeout", metavar="SECONDS", parser=params.LOCK_TIMEOUT,
-        help="Seconds to wait for another skyc on this cluster (0: do not wait).",
-    ),
-    any_region: bool = typer.Option(
-        False, "--any-region", help="Let an existing cluster move out of its region."
-    ),
-    allow_reshape: bool = typer.Option(
-        False, "--allow-reshape", help="Remove nodes of an existing cluster even while "
-        "jobs run there (those jobs are stopped first)."),
-    engine: str | None = typer.Option(
-        None, "--engine", metavar="terraform|pulumi",
-        help="terraform or pulumi (default: the config's, else the "
-        "target's first)."),
-    policy_file: Path | None = typer.Option(
-        None, "--policy", metavar="FILE",
-        help="Policy file (default: skyc-policy.yaml beside the task, else the config's "
-        "policy:); checked before every attempt."),
-    allow_policy_violations: bool = typer.Option(
-        False, "--allow-policy-violations",
-        help="Apply even when the policy is violated (recorded in the cluster's events)."),
+    down: bool = apply_options.DOWN,
+    idle_minutes: float | None = apply_options.IDLE_MINUTES,
+    detach: bool = apply_options.DETACH,
+    setup: bool = apply_options.SETUP,
+    retry_until_up: bool = apply_options.RETRY_UNTIL_UP,
+    max_attempts: int = apply_options.MAX_ATTEMPTS,
+    timeout: float = apply_options.TIMEOUT,
+    lock_timeout: float = apply_options.LOCK_TIMEOUT,
+    any_region: bool = apply_options.ANY_REGION,
+    allow_reshape: bool = apply_options.ALLOW_RESHAPE,
+    engine: str | None = apply_options.ENGINE,
+    policy_file: Path | None = apply_options.POLICY,
+    allow_policy_violations: bool = apply_options.ALLOW_POLICY_VIOLATIONS,
 ) -> None:
     from skyc.apply.failover import FailoverPolicy
-    from skyc.apply.launch import LaunchOptions, launch
-    from skyc.cli.plan_stacks import policy_constraint
-    from skyc.cli.report import ConsoleReporter
-    from skyc.errors import ConfigError
-    from skyc.settings.config import load_config
-    from skyc.task import load_tasks, parse_secret_flags
+    from skyc.apply.launch import LaunchOptions
 
     check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
     where = one_infra(infra)
+    base = LaunchOptions(
+        down=down, detach=detach, rerun_setup=setup, lock_timeout=lock_timeout,
+        allow_reshape=allow_reshape, idle_minutes=idle_minutes,
+        failover=FailoverPolicy(max_attempts=max_attempts, timeout_s=timeout,
+                                retry_until_up=retry_until_up))
+    if _is_saved_plan(task_file, yes):
+        _apply_saved(task_file, secret, base, policy_file, allow_policy_violations,
+                     ask=None if yes or not sys.stdin.isatty() else _ask_again)
+        return
+    task_set = _load_apply_tasks(task_file, TaskFlags(
+        env=env, env_file=env_file, secret=secret, gpus=gpus, cpus=cpus, memory=memory,
+        instance_type=instance_type, disk_size=disk_size, use_spot=use_spot,
+        num_nodes=num_nodes))
+    opts = replace(base, cluster=cluster, infra=where, catalog_dir=catalog, target=optimize,
+                   anywhere=any_region, confirm=None if yes else _confirm, engine=engine)
+    _launch_task(task_file, task_set.tasks, opts, policy_file, allow_policy_violations)
+
+
+def _is_saved_plan(task_file: Path, yes: bool) -> bool:
+    """Whether TASK is a plan file saved by `skyc plan -o` (applied as reviewed); any
+    other is applied without --yes only when stdin is a terminal, to ask there."""
+    from skyc.errors import ConfigError
     from skyc.review.planfile import looks_like_plan_file
 
     saved = looks_like_plan_file(task_file)
@@ -136,48 +115,42 @@ def apply_cmd(
             "refusing to apply without confirmation: stdin is not a terminal",
             hint="pass --yes to apply non-interactively",
         )
-    if saved:
-        _apply_saved(task_file, secret, LaunchOptions(
-            down=down, detach=detach, rerun_setup=setup, lock_timeout=lock_timeout,
-            allow_reshape=allow_reshape, idle_minutes=idle_minutes,
-            failover=FailoverPolicy(max_attempts=max_attempts, timeout_s=timeout,
-                                    retry_until_up=retry_until_up)),
-            policy_file, allow_policy_violations,
-            ask=None if yes or not sys.stdin.isatty() else _ask_again)
-        return
-    from skyc.task.inline import TASK_SUFFIXES, inline_task, is_task_file
-    from skyc.task.overrides import resource_overrides
+    return saved
 
-    overrides = resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
-                                   instance_type=instance_type, disk_size=disk_size,
-                                   use_spot=use_spot, num_nodes=num_nodes)
-    if is_task_file(str(task_file), (*TASK_SUFFIXES, ".skyc")):
-        task_set = load_tasks(task_file, env=env_values(env_file, env),
-                              secrets=parse_secret_flags(secret), require_values=True,
-                              overrides=overrides)
-    else:  # `skyc launch -c NAME 'cmd'`, as `sky launch -c NAME 'cmd'`
-        task_set = inline_task(str(task_file), env=env_values(env_file, env),
-                               secrets=parse_secret_flags(secret), overrides=overrides)
+
+def _load_apply_tasks(task_file: Path, flags: TaskFlags) -> TaskFile:
+    """The task file's tasks, or a one-task file whose run is the command given; their
+    warnings said."""
     from skyc.cli.output import print_warning
+    from skyc.task import load_tasks
+    from skyc.task.inline import TASK_SUFFIXES, inline_task, is_task_file
 
+    overrides = flags.overrides()
+    if is_task_file(str(task_file), (*TASK_SUFFIXES, ".skyc")):
+        task_set = load_tasks(task_file, env=flags.env_values(), secrets=flags.secrets(),
+                              require_values=True, overrides=overrides)
+    else:  # `skyc launch -c NAME 'cmd'`, as `sky launch -c NAME 'cmd'`
+        task_set = inline_task(str(task_file), env=flags.env_values(),
+                               secrets=flags.secrets(), overrides=overrides)
     for warning in task_set.warnings:
         print_warning(warning.render())
-    opts = LaunchOptions(
-        cluster=cluster, infra=where, catalog_dir=catalog, target=optimize, down=down,
-        detach=detach, rerun_setup=setup, lock_timeout=lock_timeout, anywhere=any_region,
-        allow_reshape=allow_reshape,
-        failover=FailoverPolicy(
-            max_attempts=max_attempts, timeout_s=timeout, retry_until_up=retry_until_up
-        ),
-        confirm=None if yes else _confirm,
-        engine=engine,
-        idle_minutes=idle_minutes,
-        admit=_policy_gate(policy_file, task_file, task_set.tasks, allow_policy_violations),
-        allowed=policy_constraint(policy_file, task_file, load_config()),
-    )
-    result = launch(task_set.tasks, opts, ConsoleReporter())
+    return task_set
+
+
+def _launch_task(task_file: Path, tasks: Sequence[Task], opts: LaunchOptions,
+                 policy_file: Path | None, allow_policy_violations: bool) -> None:
+    """Launch under the policy (checked before each attempt, and a constraint of the
+    optimizer); the job's exit code is the command's."""
+    from skyc.apply.launch import launch
+    from skyc.cli.plan_stacks import policy_constraint
+    from skyc.cli.report import ConsoleReporter
+    from skyc.settings.config import load_config
+
+    opts.admit = _policy_gate(policy_file, task_file, tasks, allow_policy_violations)
+    opts.allowed = policy_constraint(policy_file, task_file, load_config())
+    result = launch(tasks, opts, ConsoleReporter())
     refresh_ssh_config()
-    if detach and result.job_id is not None and not result.exit_code:
+    if opts.detach and result.job_id is not None and not result.exit_code:
         from skyc.cli.output import err_console
 
         err_console.print(
@@ -185,6 +158,11 @@ def apply_cmd(
             f"skyc logs {result.cluster} {result.job_id} --follow",
             highlight=False,
         )
+    _exit_if_failed(result)
+
+
+def _exit_if_failed(result: LaunchResult) -> None:
+    """A job that failed: say how, and exit with its code."""
     if result.exit_code:
         from skyc.cli.output import print_error
         from skyc.errors import JobFailed
@@ -226,12 +204,7 @@ def _apply_saved(path: Path, secret: list[str], base: LaunchOptions,
         opts.reviewed.ask = ask
     result = launch(tasks, opts, ConsoleReporter())
     refresh_ssh_config()
-    if result.exit_code:
-        from skyc.cli.output import print_error
-        from skyc.errors import JobFailed
-
-        print_error(JobFailed(result.failure or "the job failed", result.exit_code))
-        raise typer.Exit(result.exit_code)
+    _exit_if_failed(result)
 
 
 def refresh_ssh_config() -> None:

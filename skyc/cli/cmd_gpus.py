@@ -98,7 +98,6 @@ def show_gpus(
     A price far below the same type's elsewhere is flagged as suspicious.
     """
     from skyc.catalog import OfferQuery
-    from skyc.cli.output import fitted_table, print_table, print_text
     from skyc.errors import InfeasibleError
     from skyc.optimizer import parse_infra
     from skyc.settings.config import load_config
@@ -107,17 +106,7 @@ def show_gpus(
     where = one_infra(infra)
     cloud, region, zone = parse_infra(where)
     cat = catalog_for(load_config(), infra=where, catalog_dir=catalog, every_cloud=True)
-    acc = None
-    count = None
-    if name is not None:
-        base, count = _split(name)
-        acc = cat.canonical_accelerator(base)
-        if acc is None:
-            near = _nearest(base, cat)
-            raise InfeasibleError(
-                f"no accelerator named '{base}' in the catalog",
-                hint=(f"did you mean {', '.join(near)}? " if near else "")
-                + "`skyc show-gpus -a` lists every accelerator")
+    acc, count = _accelerator(name, cat)
     query = OfferQuery(cloud=cloud, region=region, zone=zone, accelerator=acc,
                        accelerator_count=count, any_accelerator=acc is None)
     offers = [o for o in cat.offers(query) if o.accelerator]
@@ -125,16 +114,46 @@ def show_gpus(
         raise InfeasibleError("no accelerators match" + (f" '{name}'" if name else "")
                               + (f" in {where}" if where else ""))
     if acc is None and not all_regions:
-        from skyc.catalog.accelerators import COMMON_ACCELERATORS
+        _print_summary(offers, all_names)
+    else:
+        _print_details(offers, all_regions, cat)
 
-        names = sorted({o.accelerator or "" for o in offers}, key=str.lower) if all_names \
-            else [n for n in COMMON_ACCELERATORS]
-        cols: tuple[str, ...] = ("accelerator", "counts", "clouds", "from $/hr per accelerator")
-        print_table(fitted_table(None, cols, _summary_rows(offers, names),
-                                 right=("from $/hr per accelerator",)))
-        more = "" if all_names else "; -a lists every accelerator"
-        print_text(f"show one with: skyc show-gpus NAME[:COUNT]{more}")
-        return
+
+def _accelerator(name: str | None, cat: Catalog) -> tuple[str | None, float | None]:
+    """NAME[:COUNT] as the catalog names it, and the count; (None, None) without NAME."""
+    from skyc.errors import InfeasibleError
+
+    if name is None:
+        return None, None
+    base, count = _split(name)
+    acc = cat.canonical_accelerator(base)
+    if acc is None:
+        near = _nearest(base, cat)
+        raise InfeasibleError(
+            f"no accelerator named '{base}' in the catalog",
+            hint=(f"did you mean {', '.join(near)}? " if near else "")
+            + "`skyc show-gpus -a` lists every accelerator")
+    return acc, count
+
+
+def _print_summary(offers: list[Offer], all_names: bool) -> None:
+    """One row per accelerator (the common ones; -a: all of them)."""
+    from skyc.catalog.accelerators import COMMON_ACCELERATORS
+    from skyc.cli.output import fitted_table, print_table, print_text
+
+    names = sorted({o.accelerator or "" for o in offers}, key=str.lower) if all_names \
+        else [n for n in COMMON_ACCELERATORS]
+    cols: tuple[str, ...] = ("accelerator", "counts", "clouds", "from $/hr per accelerator")
+    print_table(fitted_table(None, cols, _summary_rows(offers, names),
+                             right=("from $/hr per accelerator",)))
+    more = "" if all_names else "; -a lists every accelerator"
+    print_text(f"show one with: skyc show-gpus NAME[:COUNT]{more}")
+
+
+def _print_details(offers: list[Offer], all_regions: bool, cat: Catalog) -> None:
+    """One row per instance type (--all-regions: and region)."""
+    from skyc.cli.output import fitted_table, print_table, print_text
+
     cols = ("accelerator", "count", "cloud", "instance", "GiB/acc", "vCPUs", "$/hr/node",
             "spot $/hr/node", "region" if all_regions else "regions")
     table = fitted_table(None, cols, _detail_rows(offers, all_regions, cat),

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
+from skyc.cli import plan_options
 from skyc.cli.options import (
-    INFRA_HELP,
     OPTIMIZE_CHOICES,
     check_choice,
     cpus_option,
     disk_size_option,
     env_file_option,
-    env_values,
     gpus_option,
     instance_type_option,
     memory_option,
@@ -27,26 +26,17 @@ from skyc.cli.options import (
     use_spot_option,
 )
 from skyc.cli.output import console
-from skyc.cli.plan_stacks import plan_stacks, print_stacks
+from skyc.cli.plan_stacks import plan_stacks, print_policy, print_stacks
+from skyc.cli.task_flags import TaskFlags
 
 if TYPE_CHECKING:
+    from skyc.catalog import Catalog
     from skyc.optimizer.pipeline_cost import RunCost
     from skyc.optimizer.plan import Placement, Plan
+    from skyc.settings.config import SkycConfig
+    from skyc.settings.infra import PlanScope
+    from skyc.task import Task
 
-_OPTIMIZE_HELP = (
-    "cost: cheapest hourly price x num_nodes (spot price when use_spot). "
-    "time: fastest by the time model, hours = 1 / (relative accelerator throughput "
-    "(H100 = 1) x count x num_nodes); CPU-only nodes all count alike, so cost breaks ties. "
-    "When every task has _metadata.skyc.duration: the whole run (cost: $/hr total x its "
-    "hours there; time: those hours), data transfer included."
-)
-
-
-_DIFF_HELP = (
-    "Show each stack's engine diff against the cluster's current state (the default; "
-    "runs `terraform init/plan` in $SKYC_HOME/clusters/<name>/, changing no resources). "
-    "--no-diff: placement only."
-)
 
 def _prices(p: dict[str, Any]) -> None:
     """Both units beside the total the Plan keeps: per node and for the whole cluster."""
@@ -255,24 +245,63 @@ def _check_node_limits(plan: Plan) -> None:
             raise Refused(f"task '{tp.name}' on {tp.placement.infra}", [problem])
 
 
+class _PlanRequest(NamedTuple):
+    """What ``skyc plan`` was asked for: its options, checked."""
+
+    fmt: str
+    optimize: str
+    where: str | None  # --infra
+    catalog: Path | None
+    cluster: str | None
+    diff: bool
+    engine: str | None
+    out: Path | None
+    policy_file: Path | None
+    detailed_exitcode: bool
+    hours: float | None
+    flags: TaskFlags
+
+
+class _Loaded(NamedTuple):
+    """The tasks of every task file named, in order."""
+
+    tasks: list[Task]
+    files_of: list[Path]  # each task's file
+    task_file: Path  # the first file named
+    parallel: bool  # independent tasks (several files, or a parallel header)
+
+
+class _Planned(NamedTuple):
+    """The plan, and what it was made with."""
+
+    names: list[str]  # the clusters to diff ([] with --no-diff)
+    config: SkycConfig
+    scope: PlanScope
+    cat: Catalog
+    plan: Plan
+    run: RunCost
+    excluded: list[str]  # what the policy ruled out, per task
+
+
+class _Notes(NamedTuple):
+    """What is said beside the plan: its scope, the policy's exclusions, what apply
+    would refuse, a cheaper disabled cloud, the --hours total."""
+
+    lines: list[str]
+    refusals: list[str]
+    cheaper: dict[str, Any] | None
+    clusters: list[str]  # each task's cluster
+
+
 def plan_cmd(
-    task_paths: list[Path] = typer.Argument(
-        ..., metavar="TASK",
-        help="Task YAML (one task or a pipeline); several, or a directory of them, make "
-        "one plan of independent tasks."),
-    infra: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP),
-    catalog: Path | None = typer.Option(None, "--catalog", metavar="DIR",
-                                        help="Catalog dir (<cloud>/vms.csv)."),
-    optimize: str = typer.Option("cost", "--optimize", metavar="cost|time", help=_OPTIMIZE_HELP),
-    fmt: str = typer.Option("table", "--format", metavar="table|json|markdown",
-                            help="table, json, or markdown (a pull-request comment)."),
-    env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
-                                  help="KEY=VAL (or KEY, from this environment)."),
-    secret: list[str] = typer.Option([], "--secret", metavar="KEY[=VAL]",
-                                     help="KEY=VAL, or KEY from this environment."),
-    cluster: str | None = typer.Option(
-        None, "-c", "--cluster", metavar="CLUSTER",
-        help="Cluster name for a one-task file (default: the task's)."),
+    task_paths: list[Path] = plan_options.TASKS,
+    infra: list[str] = plan_options.INFRA,
+    catalog: Path | None = plan_options.CATALOG,
+    optimize: str = plan_options.OPTIMIZE,
+    fmt: str = plan_options.FORMAT,
+    env: list[str] = plan_options.ENV,
+    secret: list[str] = plan_options.SECRET,
+    cluster: str | None = plan_options.CLUSTER,
     gpus: str | None = gpus_option(),
     cpus: str | None = cpus_option(),
     memory: str | None = memory_option(),
@@ -281,175 +310,187 @@ def plan_cmd(
     use_spot: bool | None = use_spot_option(),
     num_nodes: int | None = num_nodes_option(),
     env_file: Path | None = env_file_option(),
-    diff: bool = typer.Option(True, "--diff/--no-diff", help=_DIFF_HELP),
-    engine: str | None = typer.Option(
-        None, "--engine", metavar="terraform|pulumi",
-        help="terraform or pulumi (default: the config's, else the target's first)."),
-    out: Path | None = typer.Option(
-        None, "-o", "--out", metavar="FILE",
-        help="Save the plan (tasks without secret values, placements, stacks, engine "
-        "plans, input digests) for `skyc apply FILE`."),
-    policy_file: Path | None = typer.Option(
-        None, "--policy", metavar="FILE",
-        help="Policy file (default: skyc-policy.yaml beside the task, else the config's "
-        "policy:). A violation makes plan exit 1."),
-    detailed_exitcode: bool = typer.Option(
-        False, "--detailed-exitcode",
-        help="Exit 0 when no stack changes, 2 when some do, 1 on an error or a policy "
-        "violation (usage errors exit 2 too: check stderr)."),
-    hours: float | None = typer.Option(
-        None, "--hours", metavar="N", min=0,
-        help="A one-shot run's length: cost adds its total for N hours."),
+    diff: bool = plan_options.DIFF,
+    engine: str | None = plan_options.ENGINE,
+    out: Path | None = plan_options.OUT,
+    policy_file: Path | None = plan_options.POLICY,
+    detailed_exitcode: bool = plan_options.DETAILED_EXITCODE,
+    hours: float | None = plan_options.HOURS,
 ) -> None:
-    """Pick where each task runs: the cheapest (or fastest) feasible offer.
-
-    CPU-only tasks that give no cpus, memory or instance type get 4+ vCPUs from
-    each cloud's general-purpose family (m6i, n2-standard, Standard_D<N>s_v5).
-    Ordered resources: an earlier entry wins over a cheaper later one. Ties break
-    on cloud, region, zone, instance type. Pipelines add the cost of the data a
-    task passes on (its outputs, GB) when the next task runs elsewhere.
-
-    Prices: $/hr/node for one node, $/hr total for all of a task's nodes. With no
-    cloud enabled (no credentials), the plan covers every cloud skyc can provision
-    and says it is plan-only; with some enabled, one line says when a disabled
-    cloud would be cheaper. Clouds skyc cannot provision are skipped, and said so.
-
-    Then, per cluster, the engine's diff against the cluster's current state: all
-    creates for a new cluster, only what changes for an existing one (a cluster
-    that is up keeps its region, as in `skyc apply`). When the diff cannot be
-    computed (no terraform, providers missing) the placement is still printed,
-    with a warning per stack. --format json adds "stacks": per cluster its
-    resource_changes with terraform-style actions (["create"], ["update"],
-    ["delete"], ["no-op"], ["read"], and ["delete", "create"] for a replacement).
-    """
-    from skyc.cli.output import print_warning
-    from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line, scope_lines
-    from skyc.errors import ConfigError
-    from skyc.optimizer import optimize as run_optimizer
-    from skyc.settings.config import load_config
-    from skyc.settings.infra import catalog_for, plan_scope
-    from skyc.task import load_tasks, parse_secret_flags
-
     check_choice("--format", fmt, ("table", "json", "markdown"))
     check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
-    where = one_infra(infra)
-    if cluster is not None and not diff:
+    flags = TaskFlags(env=env, env_file=env_file, secret=secret, gpus=gpus, cpus=cpus,
+                      memory=memory, instance_type=instance_type, disk_size=disk_size,
+                      use_spot=use_spot, num_nodes=num_nodes)
+    req = _PlanRequest(fmt, optimize, one_infra(infra), catalog, cluster, diff, engine, out,
+                       policy_file, detailed_exitcode, hours, flags)
+    loaded = _load_plan_tasks(req, task_paths)
+    planned = _optimize_plan(req, loaded)
+    notes = _plan_notes(req, loaded, planned)
+    _show_placement(req, loaded, planned, notes)
+    from skyc.cli.plan_stacks import check_policy, plan_exit_code
+
+    # Before the engine diff: a policy file that cannot be read fails fast.
+    policy = check_policy(policy_file, loaded.task_file, loaded.tasks, planned.plan,
+                          notes.clusters, planned.config)
+    stacks = _engine_plans(req, loaded, planned, notes.clusters)
+    if fmt in ("json", "markdown"):
+        _print_document(req, loaded, planned, notes, policy, stacks)
+    else:
+        if stacks:
+            print_stacks(stacks)
+        print_policy(policy)
+    code = plan_exit_code(policy, stacks, detailed_exitcode, planned.plan, notes.clusters)
+    if code:
+        raise typer.Exit(code)
+
+
+def _load_plan_tasks(req: _PlanRequest, task_paths: list[Path]) -> _Loaded:
+    """Every task file's tasks (their warnings said); --cluster needs exactly one."""
+    from skyc.cli.output import print_warning
+    from skyc.cli.plan_stacks import expand_task_files
+    from skyc.errors import ConfigError
+    from skyc.task import load_tasks
+
+    if req.cluster is not None and not req.diff:
         raise ConfigError("--cluster names the cluster to diff against; it has no use "
                           "with --no-diff", hint="drop one of them")
-    from skyc.cli.plan_stacks import expand_task_files
-    from skyc.task.overrides import resource_overrides
-
     task_files = expand_task_files(task_paths)
     task_file = task_files[0]
-    tasks = []
-    files_of: list[Path] = []   # each task's file
+    tasks: list[Task] = []
+    files_of: list[Path] = []
     parallel = len(task_files) > 1  # tasks of several files are independent
     for path in task_files:
-        task_set = load_tasks(path, env=env_values(env_file, env),
-                              secrets=parse_secret_flags(secret),
-                              overrides=resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
-                                           instance_type=instance_type, disk_size=disk_size,
-                                           use_spot=use_spot, num_nodes=num_nodes))
+        task_set = load_tasks(path, env=req.flags.env_values(), secrets=req.flags.secrets(),
+                              overrides=req.flags.overrides())
         for warning in task_set.warnings:
             print_warning(warning.render())
         tasks += list(task_set.tasks)
         files_of += [path] * len(task_set.tasks)
         parallel = parallel or (task_set.header is not None
                                 and task_set.header.execution == "parallel")
-    if cluster is not None and len(tasks) != 1:
+    if req.cluster is not None and len(tasks) != 1:
         raise ConfigError(
             f"--cluster names one cluster, but {task_file} holds {len(tasks)} tasks",
             hint="drop --cluster: each task's cluster is named after the task",
         )
+    return _Loaded(tasks, files_of, task_file, parallel)
+
+
+def _optimize_plan(req: _PlanRequest, loaded: _Loaded) -> _Planned:
+    """The optimizer's plan over the infra in scope, within the policy's constraint."""
+    from skyc.cli.plan_cost import durations_of
+    from skyc.cli.plan_stacks import policy_constraint
+    from skyc.optimizer import optimize as run_optimizer
+    from skyc.optimizer.pipeline_cost import run_cost
+    from skyc.settings.config import load_config
+    from skyc.settings.infra import catalog_for, plan_scope
+
+    tasks = loaded.tasks
     names: list[str] = []
-    if diff:
+    if req.diff:
         from skyc.model.cluster_names import cluster_names_for
 
-        names = cluster_names_for(tasks, cluster)
+        names = cluster_names_for(tasks, req.cluster)
     config = load_config()
-    scope = plan_scope(config, tasks, infra=where, catalog_dir=catalog, fall_back=True)
-    cat = catalog_for(config, tasks, infra=where, catalog_dir=catalog, scope=scope)
-    from skyc.cli.plan_stacks import policy_constraint
-
+    scope = plan_scope(config, tasks, infra=req.where, catalog_dir=req.catalog, fall_back=True)
+    cat = catalog_for(config, tasks, infra=req.where, catalog_dir=req.catalog, scope=scope)
     excluded: list[str] = []
-    plan = run_optimizer(tasks, cat, target="time" if optimize == "time" else "cost",
-                         infra=where, edges=[] if parallel else None,
-                         allowed=policy_constraint(policy_file, task_file, config),
+    plan = run_optimizer(tasks, cat, target="time" if req.optimize == "time" else "cost",
+                         infra=req.where, edges=[] if loaded.parallel else None,
+                         allowed=policy_constraint(req.policy_file, loaded.task_file, config),
                          report=lambda task, note: excluded.append(f"{task}: {note}"))
     _check_node_limits(plan)
-    from skyc.cli.plan_cost import durations_of
-    from skyc.optimizer.pipeline_cost import run_cost
+    run = run_cost(plan, durations_of(tasks), "parallel" if loaded.parallel else "serial")
+    return _Planned(names, config, scope, cat, plan, run, excluded)
 
-    run = run_cost(plan, durations_of(tasks), "parallel" if parallel else "serial")
-    lines = scope_lines(scope) + [f"policy: {note}" for note in excluded]
+
+def _plan_notes(req: _PlanRequest, loaded: _Loaded, planned: _Planned) -> _Notes:
     from skyc.apply.preflight import apply_refusals
+    from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line, scope_lines
     from skyc.model.cluster_names import cluster_names_for
 
-    refusals = apply_refusals(tasks, plan, names or cluster_names_for(tasks, cluster))
+    plan = planned.plan
+    lines = scope_lines(planned.scope) + [f"policy: {note}" for note in planned.excluded]
+    clusters = planned.names or cluster_names_for(loaded.tasks, req.cluster)
+    refusals = apply_refusals(loaded.tasks, plan, clusters)
     lines += refusals
-    cheaper = cheaper_elsewhere(tasks, plan, scope, config, infra=where, catalog_dir=catalog,
-                                target=optimize, parallel=parallel)
+    cheaper = cheaper_elsewhere(loaded.tasks, plan, planned.scope, planned.config,
+                                infra=req.where, catalog_dir=req.catalog,
+                                target=req.optimize, parallel=loaded.parallel)
     if cheaper:
         lines.append(cheaper_line(cheaper, plan))
-    if hours is not None:
-        lines.append(_hours_line(plan, hours))
-    if fmt == "table":
+    if req.hours is not None:
+        lines.append(_hours_line(plan, req.hours))
+    return _Notes(lines, refusals, cheaper, clusters)
+
+
+def _show_placement(req: _PlanRequest, loaded: _Loaded, planned: _Planned,
+                    notes: _Notes) -> None:
+    """The table and its notes; with --format json or markdown, the notes on stderr."""
+    from skyc.cli.output import print_warning
+
+    if req.fmt == "table":
         from skyc.cli.output import print_text
 
-        _print_plan(plan, parallel, suspicious_placements(plan, cat), run)
-        for line in lines:
+        plan = planned.plan
+        _print_plan(plan, loaded.parallel, suspicious_placements(plan, planned.cat),
+                    planned.run)
+        for line in notes.lines:
             print_text(line)
     else:
-        for line in lines:
+        for line in notes.lines:
             print_warning(line)
-    from skyc.cli.plan_stacks import check_policy, plan_exit_code, print_policy, review_outputs
 
-    clusters = names or cluster_names_for(tasks, cluster)
-    # Before the engine diff: a policy file that cannot be read fails fast.
-    policy = check_policy(policy_file, task_file, tasks, plan, clusters, config)
+
+def _engine_plans(req: _PlanRequest, loaded: _Loaded, planned: _Planned,
+                  clusters: list[str]) -> list[dict[str, Any]] | None:
+    """Each stack's engine diff (None with --no-diff); with -o, the plan saved."""
     stacks = None
     artifacts = None
-    if diff or out is not None:  # the engine plans, for a saved plan
+    if req.diff or req.out is not None:  # the engine plans, for a saved plan
         from skyc.review.planfile import Artifacts
 
         artifacts = Artifacts()
-    if diff:
-        stacks = _diff_with_progress(tasks, plan, names, catalog=catalog, target=optimize,
-                                     config=config, engine=engine, on_plan=artifacts)
-    if out is not None:
+    if req.diff:
+        stacks = _diff_with_progress(loaded.tasks, planned.plan, planned.names,
+                                     catalog=req.catalog, target=req.optimize,
+                                     config=planned.config, engine=req.engine,
+                                     on_plan=artifacts)
+    if req.out is not None:
         from skyc.cli.plan_stacks import save_plan
 
         assert artifacts is not None
-        save_plan(out, files_of, tasks, clusters, plan,
-                  stacks or [], artifacts, config, infra=where, catalog=catalog,
-                  optimize=optimize, engine=engine, cluster=cluster,
-                  env=env_values(env_file, env),
-                  overrides=resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
-                                               instance_type=instance_type,
-                                               disk_size=disk_size, use_spot=use_spot,
-                                               num_nodes=num_nodes))
-    if fmt in ("json", "markdown"):
-        if stacks:
-            for st in stacks:
-                if st["status"] != "ok":
-                    print_warning(f"{st['note']}; `skyc plan --no-diff` skips the diff")
-        notes = {k: v for k, v in (("plan_only", list(scope.plan_only)),
+        save_plan(req.out, loaded.files_of, loaded.tasks, clusters, planned.plan,
+                  stacks or [], artifacts, planned.config, infra=req.where,
+                  catalog=req.catalog, optimize=req.optimize, engine=req.engine,
+                  cluster=req.cluster, env=req.flags.env_values(),
+                  overrides=req.flags.overrides())
+    return stacks
+
+
+def _print_document(req: _PlanRequest, loaded: _Loaded, planned: _Planned, notes: _Notes,
+                    policy: dict[str, Any] | None, stacks: list[dict[str, Any]] | None
+                    ) -> None:
+    """--format json or markdown: the plan's document (or the review comment)."""
+    from skyc.cli.output import print_warning
+    from skyc.cli.plan_stacks import review_outputs
+
+    for st in stacks or []:
+        if st["status"] != "ok":
+            print_warning(f"{st['note']}; `skyc plan --no-diff` skips the diff")
+    scope = planned.scope
+    doc_notes = {k: v for k, v in (("plan_only", list(scope.plan_only)),
                                    ("skipped", list(scope.skipped)),
-                                   ("cheaper_elsewhere", cheaper),
-                                   ("apply_refusals", refusals)) if v}
-        doc = plan_document(plan, stacks, notes, run)
-        comment = review_outputs(doc, fmt=fmt, tasks=tasks, plan=plan, names=clusters,
-                                 stacks=stacks, policy=policy, config=config, engine=engine,
-                                 hours=hours, out=out)
-        typer.echo(comment if comment is not None else json.dumps(doc, indent=2,
-                                                                   sort_keys=True))
-    else:
-        if stacks:
-            print_stacks(stacks)
-        print_policy(policy)
-    code = plan_exit_code(policy, stacks, detailed_exitcode, plan, clusters)
-    if code:
-        raise typer.Exit(code)
+                                   ("cheaper_elsewhere", notes.cheaper),
+                                   ("apply_refusals", notes.refusals)) if v}
+    doc = plan_document(planned.plan, stacks, doc_notes, planned.run)
+    comment = review_outputs(doc, fmt=req.fmt, tasks=loaded.tasks, plan=planned.plan,
+                             names=notes.clusters, stacks=stacks, policy=policy,
+                             config=planned.config, engine=req.engine, hours=req.hours,
+                             out=req.out)
+    typer.echo(comment if comment is not None else json.dumps(doc, indent=2,
+                                                               sort_keys=True))
 
 
 def _hours_line(plan: Plan, hours: float) -> str:
@@ -533,6 +574,6 @@ def catalog_update(
 def register(app: typer.Typer) -> None:
     from skyc.cli.plan_stacks import json_errors
 
-    app.command("plan")(json_errors(plan_cmd))
+    app.command("plan", help=plan_options.PLAN_HELP)(json_errors(plan_cmd))
     app.command("check")(check)
     app.add_typer(catalog_app, name="catalog")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,9 +27,10 @@ _COMPILE_HELP = (
 
 
 def _plan_json(plan: Plan, stacks: list[dict[str, str]]) -> str:
-    doc: dict[str, Any] = plan.model_dump(mode="json")
-    doc["stacks"] = stacks
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    """The plan document, as ``skyc plan --format json`` prints it (``skyc schema plan``)."""
+    from skyc.cli.plan_stacks import compiled_plan_json
+
+    return compiled_plan_json(plan, stacks)
 
 
 def compile_cmd(
@@ -130,34 +130,53 @@ def destroy_cmd(
 
     The managed-jobs controller cluster is refused while it supervises unfinished jobs
     (cancel them first with `skyc jobs cancel --all`)."""
-    from skyc.apply.provision import teardown
     from skyc.errors import ConfigError
-    from skyc.stacks import check_cluster_name
-    from skyc.state.database import StateDB
-    from skyc.state.locks import cluster_lock
 
     names = list(names or [])
     if all_clusters:
-        if names:
-            raise ConfigError("destroy: give cluster names or -a, not both")
-        from skyc.apply.orphans import orphan_workspaces
-
-        with StateDB() as db:
-            names = [c.name for c in db.list_clusters()]
-        # Workspaces with a stack but no record (an emptied state): their resources
-        # exist all the same, and `-a` means every cluster.
-        names += [o.name for o in orphan_workspaces(names)]
-        from skyc.apply.launch import skip_managed
-
-        names, skipped = skip_managed(names)
-        for note in skipped:
-            console.print(note, markup=False)
+        names = _every_cluster(names)
         if not names:
             console.print("no clusters to destroy", markup=False)
             return
     if not names:
         raise ConfigError("destroy: name the clusters to destroy, or pass -a for every one",
                           hint="see your clusters with: skyc status")
+    _check_destroyable(names, purge)
+    if not yes:
+        _confirm_destroy(names)
+    for name in names:
+        _destroy_one(name)
+    from skyc.cli.cmd_apply import refresh_ssh_config
+
+    refresh_ssh_config()
+
+
+def _every_cluster(names: list[str]) -> list[str]:
+    """``-a``: every cluster skyc knows, but a managed job's (said so, and left alone)."""
+    from skyc.errors import ConfigError
+    from skyc.state.database import StateDB
+
+    if names:
+        raise ConfigError("destroy: give cluster names or -a, not both")
+    from skyc.apply.orphans import orphan_workspaces
+
+    with StateDB() as db:
+        names = [c.name for c in db.list_clusters()]
+    # Workspaces with a stack but no record (an emptied state): their resources
+    # exist all the same, and `-a` means every cluster.
+    names += [o.name for o in orphan_workspaces(names)]
+    from skyc.apply.launch import skip_managed
+
+    names, skipped = skip_managed(names)
+    for note in skipped:
+        console.print(note, markup=False)
+    return names
+
+
+def _check_destroyable(names: list[str], purge: bool) -> None:
+    """Valid names, and none of the clusters a managed job needs."""
+    from skyc.stacks import check_cluster_name
+
     for name in names:
         check_cluster_name(name)
     from skyc.jobs.remote import check_destroy
@@ -167,33 +186,41 @@ def destroy_cmd(
 
     for name in names:
         check_not_managed(name)  # a managed job's cluster: `skyc jobs cancel N`
-    if not yes:
-        if not sys.stdin.isatty():
-            raise ConfigError(
-                "refusing to destroy without confirmation: stdin is not a terminal",
-                hint="pass --yes to destroy without asking",
-            )
-        plural = "s" if len(names) > 1 else ""
-        them = "them" if plural else "it"
-        question = (f"Destroy cluster{plural} {_describe(names)}? Every machine, disk and "
-                    f"network of {them} is deleted, and what is stored there is lost.")
-        if not typer.confirm(question, err=True):
-            raise typer.Abort()
-    for name in names:
-        from skyc.cli.cmd_lifecycle import lock_waiter
 
-        with cluster_lock(name, timeout=60, on_wait=lock_waiter(name, 60)), \
-                console.status(f"destroying {name}") as status:
-            from skyc.apply.launch import end_cluster_jobs
 
-            end_cluster_jobs(name)  # every job process, daemons included, before the nodes
-            teardown(name, progress=lambda event: _render(event, status))
-        with StateDB() as db:
-            db.remove_cluster(name)
-        console.print(f"[bold]{name}[/]: destroyed")
-    from skyc.cli.cmd_apply import refresh_ssh_config
+def _confirm_destroy(names: list[str]) -> None:
+    """Ask on the terminal, saying what is lost; refused when stdin is not one."""
+    from skyc.errors import ConfigError
 
-    refresh_ssh_config()
+    if not sys.stdin.isatty():
+        raise ConfigError(
+            "refusing to destroy without confirmation: stdin is not a terminal",
+            hint="pass --yes to destroy without asking",
+        )
+    plural = "s" if len(names) > 1 else ""
+    them = "them" if plural else "it"
+    question = (f"Destroy cluster{plural} {_describe(names)}? Every machine, disk and "
+                f"network of {them} is deleted, and what is stored there is lost.")
+    if not typer.confirm(question, err=True):
+        raise typer.Abort()
+
+
+def _destroy_one(name: str) -> None:
+    """Under the cluster's lock: end its jobs, destroy its stack; then forget it."""
+    from skyc.apply.provision import teardown
+    from skyc.cli.cmd_lifecycle import lock_waiter
+    from skyc.state.database import StateDB
+    from skyc.state.locks import cluster_lock
+
+    with cluster_lock(name, timeout=60, on_wait=lock_waiter(name, 60)), \
+            console.status(f"destroying {name}") as status:
+        from skyc.apply.launch import end_cluster_jobs
+
+        end_cluster_jobs(name)  # every job process, daemons included, before the nodes
+        teardown(name, progress=lambda event: _render(event, status))
+    with StateDB() as db:
+        db.remove_cluster(name)
+    console.print(f"[bold]{name}[/]: destroyed")
 
 
 def register(app: typer.Typer) -> None:
