@@ -154,13 +154,33 @@ def _rows(plan: Plan, index: int, odd: set[int]) -> list[tuple[str, ...]]:
     return out
 
 
-def _print_plan(plan: Plan, parallel: bool = False, odd: set[int] | None = None,
-                run: RunCost | None = None) -> None:
-    from skyc.cli.output import fitted_table, print_table, print_text
-    from skyc.cli.plan_cost import print_run_cost, total_line
+# A pipeline of more tasks than this is shown as one table, a row per task (its choice);
+# each task's alternatives stay in --format json.
+SUMMARY_FROM_TASKS = 13
+_SUMMARY_COLUMNS = ("task", "infra", "instance", "nodes", "accelerators", "$/hr/node",
+                    "$/hr total")
 
+
+def _summary_rows(plan: Plan, odd: set[int]) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
     for index, tp in enumerate(plan.tasks):
-        table = fitted_table(f"task {tp.name}", _COLUMNS, _rows(plan, index, odd or set()),
+        row = _rows(plan, index, odd)[0]
+        out.append((tp.name, row[1], row[2], row[3], row[6], row[7], row[8]))
+    return out
+
+
+def _print_task_tables(plan: Plan, odd: set[int]) -> None:
+    from skyc.cli.output import fitted_table, print_table, print_text
+
+    if len(plan.tasks) >= SUMMARY_FROM_TASKS:
+        print_table(fitted_table(
+            f"{len(plan.tasks)} tasks: the placement chosen for each", _SUMMARY_COLUMNS,
+            _summary_rows(plan, odd), right=("nodes", "$/hr/node", "$/hr total"),
+            drop=("nodes", "accelerators")))
+        print_text("  each task's alternatives: --format json (or plan that task alone)")
+        return
+    for index, tp in enumerate(plan.tasks):
+        table = fitted_table(f"task {tp.name}", _COLUMNS, _rows(plan, index, odd),
                              right=("nodes", "vCPUs", "memory", "$/hr/node", "$/hr total"),
                              drop=_DROP_ORDER)
         if table.columns[0].header != "":
@@ -169,6 +189,14 @@ def _print_plan(plan: Plan, parallel: bool = False, odd: set[int] | None = None,
         note = _egress_note(plan, index)
         if note:
             print_text(f"  note: {note}")
+
+
+def _print_plan(plan: Plan, parallel: bool = False, odd: set[int] | None = None,
+                run: RunCost | None = None) -> None:
+    from skyc.cli.output import print_text
+    from skyc.cli.plan_cost import print_run_cost, total_line
+
+    _print_task_tables(plan, odd or set())
     if run is not None:
         print_run_cost(run, plan)
     print_text(_verdict(plan, parallel))
@@ -193,11 +221,16 @@ def _verdict(plan: Plan, parallel: bool = False) -> str:
     if len(plan.tasks) == 1:
         tp = plan.tasks[0]
         return f"plan: {tp.name}: {_step(tp)}{egress} (optimize {plan.optimize}; {src})"
-    steps = "; ".join(f"{t.name}: {_step(t)}" for t in plan.tasks)
+    if len(plan.tasks) >= SUMMARY_FROM_TASKS:
+        steps = f"{len(plan.tasks)} tasks as in the table"
+    else:
+        steps = "; ".join(f"{t.name}: {_step(t)}" for t in plan.tasks)
     if parallel:
         return (f"plan: {steps}; together ${plan.hourly_cost:.4f}/hr total (the tasks run "
                 f"at once){egress} (optimize {plan.optimize}; {src})")
-    peak = ", ".join(plan.tasks[i].name for i in plan.peak_tasks or range(len(plan.tasks)))
+    from skyc.cli.output import names_text
+
+    peak = names_text([plan.tasks[i].name for i in plan.peak_tasks or range(len(plan.tasks))])
     return (f"plan: {steps}{egress}; at the peak ${plan.hourly_cost:.4f}/hr total ({peak}: "
             f"the steps run one after another, so their hourly prices are not added up; "
             f"optimize {plan.optimize}; {src})")

@@ -208,3 +208,9 @@ def json_errors(command: Callable[..., None], document: str = "plan") -> Callabl
             raise
 
     return wrapped
+
+
+def names_text(names: Sequence[str], most: int = 5) -> str:
+    """``a, b, c`` or, past ``most`` names, ``a, b, c, d, e and 7 more``."""
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"

@@ -44,11 +44,12 @@ def _rows(rc: RunCost, plan: Plan) -> list[tuple[str, ...]]:
 
 def total_line(rc: RunCost) -> str:
     """``total: $X for about N h``, or which steps have no duration (and no total)."""
+    from skyc.cli.output import names_text
     from skyc.optimizer.pipeline_cost import hours_text
 
     if rc.total_cost is None or rc.total_hours is None:
         what = "step" if len(rc.steps) > 1 else "task"
-        return (f"no total: no duration for {what} {', '.join(rc.missing_duration)} "
+        return (f"no total: no duration for {what} {names_text(rc.missing_duration, 8)} "
                 f"({GIVE_ONE})")
     egress = f", with ${rc.egress_cost:,.2f} of data transfer" if rc.egress_cost else ""
     how = ""

@@ -365,3 +365,23 @@ def test_a_row_dearer_because_of_data_transfer_says_so(tmp_path: Path, home: Pat
     [chosen] = [line for line in prep.splitlines() if "✔" in line]
     assert "aws/us-west-2" in chosen  # dearer than us-east-1, where train would pay more
     assert "chosen over cheaper rows to keep the pipeline's data transfer low" in prep
+
+
+def test_a_long_pipeline_is_one_table_of_choices_and_json_keeps_the_alternatives(
+        home: Path, tmp_path: Path) -> None:
+    docs = ["name: long\n"] + [
+        f"name: step{i}\nresources:\n  infra: aws\n  cpus: {4 if i % 2 else 8}+\nrun: echo\n"
+        for i in range(20)]
+    path = task(tmp_path, "---\n".join(docs))
+    out = skyc(home, "plan", path)
+    assert out.returncode == 0, out.stderr
+    assert "20 tasks: the placement chosen for each" in out.stdout
+    assert "task step0" not in out.stdout  # no table per task
+    assert sum(line.lstrip().startswith("step") for line in out.stdout.splitlines()) >= 20
+    assert "plan: 20 tasks as in the table" in out.stdout
+    assert "no duration for step step0, step1, step2, step3, step4, step5, step6, step7 and " \
+        "12 more" in out.stdout
+    doc = json.loads(skyc(home, "plan", path, "--format", "json").stdout)
+    assert len(doc["tasks"]) == 20 and all(t["alternatives"] for t in doc["tasks"])
+    short = task(tmp_path, "---\n".join(docs[:4]))
+    assert "task step0" in skyc(home, "plan", short).stdout  # a short one: a table each
