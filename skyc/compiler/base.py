@@ -164,6 +164,17 @@ def check_supported(caps: Capabilities, placement: Placement, candidate: Resourc
         )
     if candidate.image_id is not None and not caps.custom_images:
         raise UnsupportedFeature(f"image_id: {caps.cloud} does not use machine images")
+    check_accelerator_args(candidate.accelerator_args)
+
+
+def check_accelerator_args(args: Mapping[str, Any]) -> None:
+    """Refuse what no target provisions: TPU Nodes (``tpu_vm: false``, a TPU attached
+    to an N1 host: an architecture Cloud TPU deprecates in favour of TPU VMs)."""
+    tpu_vm = args.get("tpu_vm")
+    if tpu_vm is False or (isinstance(tpu_vm, str) and tpu_vm.strip().lower() == "false"):
+        raise UnsupportedFeature(
+            "accelerator_args.tpu_vm: TPU Nodes are not supported; TPU VMs only: drop "
+            "tpu_vm: false")
 
 
 def cluster_labels(cluster: str, candidate: ResourceCandidate) -> dict[str, str]:

@@ -1,27 +1,39 @@
-"""Per-cluster SSH key pairs, kept in the workspace (``keys/``, private key 0600)."""
+"""Per-cluster SSH key pairs, kept in the workspace (``keys/``, private key 0600).
+
+ed25519 by default; a target whose cloud documents RSA keys only (Azure) asks for an
+RSA pair (3072 bits, OpenSSH's default size), kept beside it as ``keys/id_rsa``.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-PRIVATE_KEY = "keys/id_ed25519"
+ED25519 = "ssh-ed25519"
+RSA = "ssh-rsa"
+RSA_BITS = 3072
+# Each algorithm's private key file in the workspace (the public key adds ".pub").
+KEY_FILES = {ED25519: "keys/id_ed25519", RSA: "keys/id_rsa"}
+PRIVATE_KEY = KEY_FILES[ED25519]
 
 
-def private_key_path(workspace: Path) -> Path:
-    return workspace / PRIVATE_KEY
+def private_key_path(workspace: Path, algorithm: str = ED25519) -> Path:
+    return workspace / KEY_FILES[algorithm]
 
 
-def ensure_key_pair(workspace: Path) -> str:
-    """Create the cluster's ed25519 key pair once; return the OpenSSH public key line."""
+def ensure_key_pair(workspace: Path, algorithm: str = ED25519) -> str:
+    """Create the cluster's key pair of ``algorithm`` once; return the OpenSSH public
+    key line."""
     import asyncssh
 
-    private = private_key_path(workspace)
+    private = private_key_path(workspace, algorithm)
     public = private.with_suffix(".pub")
     if private.exists() and public.exists():
         return public.read_text().strip()
     private.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    key = asyncssh.generate_private_key("ssh-ed25519", comment=f"skyc-{workspace.name}")
+    options = {"key_size": RSA_BITS} if algorithm == RSA else {}
+    key = asyncssh.generate_private_key(algorithm, comment=f"skyc-{workspace.name}",
+                                        **options)
     fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(key.export_private_key("openssh"))

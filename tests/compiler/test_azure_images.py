@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from skyc.compiler.azure.images import Image, choose_image, parse_image_id
+from skyc.compiler.azure.images import Extension, Image, choose_image, parse_image_id
 from skyc.compiler.azure.sizes import accelerated_networking, is_infiniband, size_facts
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
@@ -36,7 +36,6 @@ def _p(size: str, accelerators: dict[str, float] | None = None) -> Placement:
     ("Standard_ND96isr_H200_v5", {"H200": 8}, HPC),
     ("Standard_NC4as_T4_v3", {"T4": 1}, HPC),
     ("Standard_NC24ads_A100_v4", {"A100-80GB": 1}, HPC),
-    ("Standard_NV36ads_A10_v5", {"A10": 1}, HPC),
     ("Standard_D4s_v5", None, UBUNTU),
 ])
 def test_image_by_vendor(size: str, accelerators: dict[str, float] | None, urn: str) -> None:
@@ -44,6 +43,18 @@ def test_image_by_vendor(size: str, accelerators: dict[str, float] | None, urn: 
     assert image.kind == "marketplace" and image.urn == urn
     # The HPC images are not Trusted Launch images.
     assert image.security_type == ("TrustedLaunch" if urn == UBUNTU else "Standard")
+    assert image.extension is None
+
+
+@pytest.mark.parametrize("size", ["Standard_NV36ads_A10_v5", "Standard_NV6ads_A10_v5",
+                                  "Standard_NC8ads_A10_v4"])
+def test_every_a10_size_gets_the_grid_driver(size: str) -> None:
+    """The partitioned A10 sizes take NVIDIA's GRID driver, not the HPC image's data
+    center driver: Ubuntu without Secure Boot plus Azure's NVIDIA GPU Driver Extension."""
+    image = choose_image(_p(size, {"A10": 1}), _c())
+    assert image.urn != HPC and image.urn == UBUNTU
+    assert image.security_type == "Standard"
+    assert image.extension == Extension("Microsoft.HpcCompute", "NvidiaGpuDriverLinux", "1.6")
 
 
 def test_sizes_without_a_known_image_ask_for_image_id() -> None:
@@ -57,8 +68,6 @@ def test_sizes_without_a_known_image_ask_for_image_id() -> None:
 
 @pytest.mark.parametrize(("size", "urn", "security"), [
     ("Standard_D4ps_v5", "Canonical:ubuntu-24_04-lts:server-arm64:latest", "Standard"),
-    ("Standard_ND128isr_NDR_GB200_v6", "Canonical:ubuntu-24_04-lts:server-arm64:latest",
-     "Standard"),
     ("Standard_A2_v2", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest", "Standard"),
     ("Standard_D4_v3", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest", "Standard"),
     ("Standard_D11_v2_Promo", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest",
@@ -67,18 +76,31 @@ def test_sizes_without_a_known_image_ask_for_image_id() -> None:
     ("Standard_D4s_v3", UBUNTU, "TrustedLaunch"),
     ("Standard_D4_v5", UBUNTU, "TrustedLaunch"),
     ("Standard_HB120-32rs_v3", HPC, "Standard"),
-    ("Standard_NCC40ads_H100_v5",
-     "Canonical:0001-com-ubuntu-confidential-vm-jammy:22_04-lts-cvm:latest", "ConfidentialVM"),
-    ("Standard_NV16as_v4", "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest",
-     "Standard"),
     ("Standard_E16-4ads_v5", UBUNTU, "TrustedLaunch"),
 ])
 def test_every_family_has_an_image(size: str, urn: str, security: str) -> None:
     """arm64 sizes boot arm64, the older sizes without premium storage a Gen1 image,
-    HPC sizes the HPC image, confidential sizes a confidential image, the rest a plain
-    Ubuntu."""
+    HPC sizes the HPC image, the rest a plain Ubuntu."""
     image = choose_image(_p(size), _c())
     assert (image.urn, image.security_type) == (urn, security)
+
+
+@pytest.mark.parametrize(("size", "needs"), [
+    ("Standard_ND128isr_NDR_GB200_v6", "GB200 needs the NVIDIA driver 570 or later"),
+    ("Standard_NCC40ads_H100_v5", "H100 needs the NVIDIA driver 525 or later"),
+    ("Standard_NV16as_v4", "MI25 needs the AMD ROCm driver, which no image skyc knows carries"),
+    ("Standard_NG8ads_V620_v1", "V620 needs the AMD ROCm driver 5.0 or later"),
+])
+def test_sizes_whose_image_has_no_driver_for_them_are_refused(size: str, needs: str) -> None:
+    """The images of these sizes carry no driver (arm64 Grace hosts, confidential VMs,
+    Radeon partitions): refused with what the accelerator needs, and image_id as the way
+    out; an image the task gives is taken as it is."""
+    with pytest.raises(UnsupportedFeature) as info:
+        choose_image(_p(size), _c())
+    assert needs in info.value.message and "no accelerator driver" in info.value.message
+    assert "image_id" in (info.value.hint or "")
+    own = "Canonical:ubuntu-24_04-lts:server-arm64:latest"
+    assert choose_image(_p(size), _c(own)).urn == own
 
 
 @pytest.mark.parametrize("urn", [

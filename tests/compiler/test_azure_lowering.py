@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from skyc.compiler import build_stack, choose_engine, nodes_from_outputs
+from skyc.compiler import build_stack, choose_engine, nodes_from_outputs, workspace_values
 from skyc.errors import ConfigError, EngineError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
 from skyc.settings.config import SkycConfig
@@ -27,6 +27,7 @@ from tests.compiler.golden import ROOT, compile_case
 CASES = ROOT / "azure"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGolden skyc-test"
 VM = "azure-native:compute:VirtualMachine"
+EXTENSION = "azure-native:compute:VirtualMachineExtension"
 HPC = ("microsoft-dsvm", "ubuntu-hpc", "2204")
 ROCM = ("microsoft-dsvm", "ubuntu-hpc", "2204-rocm")
 UBUNTU = ("Canonical", "0001-com-ubuntu-server-jammy", "22_04-lts-gen2")
@@ -83,7 +84,10 @@ def test_mi300x_8_boots_rocm_on_premium_ssd(tmp_path: Path) -> None:
     _common(recorded, "mi300x-8", "Standard_ND96isr_MI300X_v5", 1)
     (vm,) = _of(recorded, VM)
     assert _image(vm) == ROCM
-    assert "securityProfile" not in vm  # the HPC images are not Trusted Launch images
+    # The HPC images are not Trusted Launch images: Standard, written out, since Azure
+    # may pick Trusted Launch for a VM that names no security type.
+    assert vm["securityProfile"] == {"securityType": "Standard"}
+    assert not _of(recorded, EXTENSION)  # the image carries its driver
     disk = vm["storageProfile"]["osDisk"]
     assert disk["managedDisk"] == {"storageAccountType": "Premium_LRS"}
     assert disk["diskSizeGB"] == 1024 and disk["createOption"] == "FromImage"
@@ -106,6 +110,35 @@ def test_nvidia_nd_sizes_boot_the_hpc_image(tmp_path: Path, case: str, size: str
     (vm,) = _of(recorded, VM)
     assert _image(vm) == HPC
     assert vm.get("zones") == zones
+
+
+def test_a10_boots_ubuntu_with_the_grid_driver_extension(tmp_path: Path) -> None:
+    """NVadsA10 v5 takes NVIDIA's GRID driver only: Ubuntu (Standard security type, no
+    Secure Boot for the driver's unsigned modules) and Azure's NVIDIA GPU Driver
+    Extension on the VM, not the HPC image's data center driver."""
+    recorded = _run("a10_grid", tmp_path)
+    _common(recorded, "a10-grid", "Standard_NV36ads_A10_v5", 1)
+    (vm,) = _of(recorded, VM)
+    assert _image(vm) == UBUNTU and _image(vm) != HPC
+    assert vm["securityProfile"] == {"securityType": "Standard"}
+    (extension,) = _of(recorded, EXTENSION)
+    assert (extension["publisher"], extension["type"], extension["typeHandlerVersion"]) == (
+        "Microsoft.HpcCompute", "NvidiaGpuDriverLinux", "1.6")
+    assert extension["vmName"] == "skyc-a10-grid-head"      # the VM's name, resolved
+    assert extension["resourceGroupName"] == vm["resourceGroupName"]  # the same group
+    assert extension["autoUpgradeMinorVersion"] is True
+    assert extension["tags"]["skyc-cluster"] == "a10-grid"
+
+
+def test_the_key_is_rsa(tmp_path: Path) -> None:
+    """Azure documents RSA keys for Linux VMs (ed25519 is a preview): the cluster's key
+    pair for Azure is RSA, and its nodes are reached with it."""
+    stack = compile_case(CASES / "t4_1", tmp_path)
+    key = workspace_values(stack, tmp_path / "ws")["ssh_public_key"]
+    assert key.startswith("ssh-rsa ") and len(key) > 500   # 3072 bits
+    assert (tmp_path / "ws" / "keys" / "id_rsa").stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / "ws" / "keys" / "id_ed25519").exists()
+    assert workspace_values(stack, tmp_path / "ws")["ssh_public_key"] == key  # kept
 
 
 def test_t4_opens_the_task_port_and_uses_standard_ssd(tmp_path: Path) -> None:
@@ -186,7 +219,10 @@ IB = Placement(cloud="azure", region="eastus2", instance_type="Standard_ND96isr_
     (IB.model_copy(update={"zone": "us-east-1a"}), {}, ConfigError, "availability zone"),
     (IB.model_copy(update={"region": "us-east-1"}), {}, ConfigError, "not an Azure region"),
     (IB.model_copy(update={"region": None}), {}, ConfigError, "no region"),
-    (IB, {"disk_size": 16}, ConfigError, "disk_size"),
+    (IB, {"disk_size": 16}, ConfigError,
+     r"disk_size: 16 GiB is smaller than the image microsoft-dsvm:ubuntu-hpc:2204:latest "
+     r"\(30 GiB\)"),
+    (IB, {"disk_size": 5000}, ConfigError, "disk_size: 5000 GiB is more than"),
     (IB, {"disk_tier": "fast"}, ConfigError, "disk_tier"),
     (IB, {"ports": ("70000",)}, ConfigError, "ports"),
     (IB.model_copy(update={"instance_type": "Standard_D4_v3", "accelerators": None}),
@@ -219,7 +255,7 @@ def test_nodes_from_outputs(tmp_path: Path) -> None:
     assert [(n.name, n.ip, n.host, n.user) for n in nodes] == [
         ("head", "10.0.0.4", "20.1.2.3", "azureuser"),
         ("worker1", "10.0.0.5", "20.1.2.4", "azureuser")]
-    assert nodes[0].identity_file == str(tmp_path / "keys" / "id_ed25519")
+    assert nodes[0].identity_file == str(tmp_path / "keys" / "id_rsa")
     with pytest.raises(EngineError, match="public IP for skyc-c-worker1"):
         nodes_from_outputs("azure", "c", {**outputs, "public_ips": ["20.1.2.3", None]},
                            config=SkycConfig(), workspace=tmp_path)

@@ -6,7 +6,9 @@ for it (pinned to that type and accelerator) and must pick it; the stack is buil
 emitted for every one. The Pulumi program (the real pulumi_gcp classes under Pulumi's
 mock runtime) runs for a deterministic sample that covers every family: per machine
 family (``n2-standard``, ``a3-highgpu``, ``tpu-v5p``, ...), accelerator, spot or not
-and single- or multi-host, the first and the last of the group in name order.
+and single- or multi-host, the first and the last of the group in name order. The
+project holds a reservation, so the on-demand A3 Ultra and A4 VMs (granted only from
+one) are placed and consume it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 
 from skyc.catalog import OfferQuery, load_catalog
 from skyc.catalog.hosts import TPU_VM, is_tpu
+from skyc.catalog.reservations import needs_reservation
 from skyc.compiler import build_stack
 from skyc.compiler.gcp import machines
 from skyc.optimizer import optimize
@@ -32,7 +35,7 @@ Kind = tuple[str, str | None, float, bool]   # machine type, accelerator, count,
 
 def _kinds() -> dict[Kind, tuple[str, str | None]]:
     """Every kind, with the first (region, zone) that offers it."""
-    offers = load_catalog().offers(OfferQuery(cloud="gcp", any_accelerator=True))
+    offers = CATALOG.offers(OfferQuery(cloud="gcp", any_accelerator=True))
     found: dict[Kind, tuple[str, str | None]] = {}
     for o in offers:
         for spot in (False, True):
@@ -65,10 +68,14 @@ def _placement(kind: Kind) -> Placement:
     return optimize([task], CATALOG).tasks[0].placement
 
 
-CATALOG = load_catalog()
+RESERVATIONS = ["res-1"]
+# The bundled catalog for a project holding a reservation: on-demand A3 Ultra and A4
+# are granted only from one, and placed only where the config names one.
+CATALOG = load_catalog(reservations={"gcp": RESERVATIONS})
 KINDS = _kinds()
 ORDER = list(KINDS)
 CATALOG_CANDIDATE = make_task({"candidates": [{}]}).cands[0]   # the task's defaults
+CONFIG = SkycConfig.model_validate({"gcp": {"reservations": RESERVATIONS}})
 
 
 def _sample() -> list[Kind]:
@@ -96,7 +103,7 @@ def test_every_placement_the_optimizer_can_pick_compiles(tmp_path: Path) -> None
                                                (None, 0.0))), placement.use_spot)
         assert got == kind, f"the optimizer picked {got} for {kind}"
         try:
-            stack = build_stack("c", placement, CATALOG_CANDIDATE, config=SkycConfig(),
+            stack = build_stack("c", placement, CATALOG_CANDIDATE, config=CONFIG,
                                 workspace=tmp_path)
             emit(stack, "pulumi")
         except Exception as exc:  # collected: one report names every failing kind
@@ -111,8 +118,7 @@ def test_program_runs_under_the_mock_runtime(kind: Kind, tmp_path: Path) -> None
     from skyc.stacks.pulumi_preview import run_program
 
     placement = _placement(kind)
-    stack = build_stack("c", placement, CATALOG_CANDIDATE, config=SkycConfig(),
-                        workspace=tmp_path)
+    stack = build_stack("c", placement, CATALOG_CANDIDATE, config=CONFIG, workspace=tmp_path)
     recorded = run_program(emit(stack, "pulumi")["__main__.py"], stack="c",
                            config={"ssh_keys": "skyc:ssh-ed25519 AAAA", "project": "p-123456"})
     machine_type = "gcp:tpu/v2Vm:V2Vm" if kind[0] == TPU_VM else "gcp:compute/instance:Instance"
@@ -126,5 +132,10 @@ def test_program_runs_under_the_mock_runtime(kind: Kind, tmp_path: Path) -> None
     else:
         assert inputs["machineType"] == kind[0]
         assert (inputs["scheduling"]["provisioningModel"] == "SPOT") == kind[3]
+        reserved = needs_reservation("gcp", kind[0], kind[3])
+        assert (inputs.get("reservationAffinity") == {
+            "type": "SPECIFIC_RESERVATION", "specificReservation": {
+                "key": "compute.googleapis.com/reservation-name", "values": RESERVATIONS}}
+                ) == reserved
         attached = inputs.get("guestAccelerators")
         assert bool(attached) == (kind[0].startswith("n1-") and kind[1] is not None)

@@ -1,7 +1,8 @@
 """The Pulumi programs of the GCP golden cases, run under Pulumi's own mock runtime (the
 real pulumi_gcp classes; no CLI, plugin or cloud: none can be installed here), with the
 recorded resources checked: machine type, guest accelerators, scheduling and spot, boot
-disk, TPU accelerator type and runtime version, firewall ports, labels and metadata."""
+disk and its image (per GPU driver), reservation affinity, TPU accelerator type and runtime
+version, firewall ports, labels and metadata."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ KEYS = "skyc:ssh-ed25519 AAAA test"
 INSTANCE = "gcp:compute/instance:Instance"
 TPU = "gcp:tpu/v2Vm:V2Vm"
 DLVM = "projects/deeplearning-platform-release/global/images/family/common-cu124-ubuntu-2204-py310"
+DLVM_570 = ("projects/deeplearning-platform-release/global/images/family/"
+            "common-cu128-ubuntu-2204-nvidia-570")
 ON_DEMAND_GPU = {"onHostMaintenance": "TERMINATE", "automaticRestart": True,
                  "provisioningModel": "STANDARD"}
 SPOT = {"onHostMaintenance": "TERMINATE", "automaticRestart": False, "preemptible": True,
@@ -41,6 +44,11 @@ VMS: dict[str, dict[str, Any]] = {
     "v100x8_spot": {"machineType": "n1-highmem-64",
                     "guestAccelerators": [{"type": "nvidia-tesla-v100", "count": 8.0}],
                     "scheduling": SPOT, "disk": "pd-balanced", "image": DLVM},
+    # B200 needs driver 570: the cu128 family. On demand, A4 is granted only from a
+    # reservation: the VM consumes the ones the config names.
+    "b200_a4_reserved": {"machineType": "a4-highgpu-8g", "guestAccelerators": None,
+                         "scheduling": ON_DEMAND_GPU, "disk": "hyperdisk-balanced",
+                         "image": DLVM_570, "reservations": ["a4-res-1", "a4-res-2"]},
     "cpu_2node_ports": {
         "machineType": "n2d-highcpu-8", "guestAccelerators": None, "nodes": 2,
         "scheduling": {"onHostMaintenance": "TERMINATE", "automaticRestart": True,
@@ -134,8 +142,12 @@ def test_vms(name: str, tmp_path: Path) -> None:
         assert interface["accessConfigs"] == [{"networkTier": "PREMIUM"}]
         spot = inputs["scheduling"]["provisioningModel"] == "SPOT"
         assert inputs.get("desiredStatus") == (None if spot else "RUNNING")  # skyc stop/start
-        gpu = want["image"] == DLVM
+        gpu = want["image"] in (DLVM, DLVM_570)
         assert (inputs["metadata"].get("install-nvidia-driver") == "True") == gpu
+        reservations = want.get("reservations")
+        assert inputs.get("reservationAffinity") == (reservations and {
+            "type": "SPECIFIC_RESERVATION", "specificReservation": {
+                "key": "compute.googleapis.com/reservation-name", "values": reservations}})
     policy = recorded.get("placement_policy")
     if want.get("nodes", 1) > 1:
         assert policy is not None

@@ -16,7 +16,7 @@ import pytest
 
 from skyc.compiler import build_stack, choose_engine, nodes_from_outputs
 from skyc.compiler.kubernetes import manifest, selectors
-from skyc.compiler.kubernetes.lowering import SUPPORTED_VERSIONS
+from skyc.compiler.kubernetes.lowering import AMD_IMAGE, DEFAULT_IMAGE, SUPPORTED_VERSIONS
 from skyc.compiler.kubernetes.nodes import node_list_offers
 from skyc.errors import ConfigError, EngineError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
@@ -89,11 +89,11 @@ def test_the_cases_cover_what_they_are_named_for(tmp_path: Path) -> None:
     assert amd["containers"][0]["image"].startswith("rocm/pytorch:")
     assert amd["tolerations"][0]["key"] == "amd.com/gpu"
     tpu = pods("tpu_slice")
-    assert len(tpu) == 4  # tpu-v5litepod-16: 4 hosts of 4 chips
-    assert tpu[2]["spec"]["nodeSelector"] == {
+    assert len(tpu) == 2  # two single-host tpu-v5litepod-8 slices: a pod each
+    assert tpu[1]["spec"]["nodeSelector"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
-        "cloud.google.com/gke-tpu-topology": "4x4"}
-    assert {"name": "TPU_WORKER_ID", "value": "2"} in tpu[2]["spec"]["containers"][0]["env"]
+        "cloud.google.com/gke-tpu-topology": "2x4"}
+    assert tpu[1]["spec"]["containers"][0]["resources"]["limits"] == {"google.com/tpu": "8"}
     ports = [m for m in by_case["two_nodes_ports"]
              if m["kind"] == "Service" and m["spec"].get("type") == "LoadBalancer"]
     assert [p["port"] for p in ports[0]["spec"]["ports"]] == [8080, 9000, 9001, 9002]
@@ -131,6 +131,57 @@ def test_terraform_is_refused() -> None:
 
 def _placement(**kw: Any) -> Placement:
     return Placement(**{"cloud": "kubernetes", "region": "ctx", "hourly_cost": 0.0, **kw})
+
+
+def _pod(placement: Placement, candidate: ResourceCandidate, tmp_path: Path,
+         config: SkycConfig | None = None) -> dict[str, Any]:
+    """The head pod as the program registers it under the mock runtime."""
+    stack = build_stack("c", placement, candidate, config=config or SkycConfig(),
+                        workspace=tmp_path)
+    recorded = run_program(program(stack), stack="c")
+    pod = next(r for r in recorded if r.type == "kubernetes:core/v1:Pod")
+    return dict(_ints(json.loads(json.dumps(pod.inputs, default=str))))
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_default_images_find_the_accelerator_driver(version: str, tmp_path: Path) -> None:
+    """GKE mounts the NVIDIA driver at /usr/local/nvidia: NVIDIA pods on the default
+    image find nvidia-smi and libcuda there (PATH, LD_LIBRARY_PATH); AMD pods default
+    to a ROCm image; a task's own image is left as it is. Each pod validates strictly."""
+    nvidia = _pod(_placement(accelerators={"L4": 1}), ResourceCandidate(index=0), tmp_path)
+    container = nvidia["spec"]["containers"][0]
+    assert container["image"] == DEFAULT_IMAGE
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["PATH"].split(":")[0] == "/usr/local/nvidia/bin"
+    assert {"/usr/local/bin", "/usr/bin", "/bin"} <= set(env["PATH"].split(":"))
+    assert "/usr/local/nvidia/lib64" in env["LD_LIBRARY_PATH"].split(":")
+    amd = _pod(_placement(accelerators={"MI300X": 8}), ResourceCandidate(index=0), tmp_path)
+    assert amd["spec"]["containers"][0]["image"] == AMD_IMAGE
+    assert "env" not in amd["spec"]["containers"][0]
+    own = _pod(_placement(accelerators={"L4": 1}),
+               ResourceCandidate(index=0, image_id="docker:nvcr.io/nvidia/pytorch:24.05-py3"),
+               tmp_path)
+    assert "env" not in own["spec"]["containers"][0]
+    cpu = _pod(_placement(), ResourceCandidate(index=0), tmp_path)
+    assert "env" not in cpu["spec"]["containers"][0]
+    for pod in (nvidia, amd, own, cpu):
+        kubernetes_validate.validate(pod, version, strict=True)
+
+
+@pytest.mark.parametrize(("slice_", "hosts"), [("tpu-v5litepod-16", 4), ("tpu-v4-16", 2),
+                                                ("tpu-v6e-32", 8)])
+def test_multi_host_tpu_slices_are_refused(slice_: str, hosts: int, tmp_path: Path) -> None:
+    """The pods of a multi-host slice could land on hosts of two different slices: refused
+    with the reason; a single-host slice is one pod."""
+    with pytest.raises(UnsupportedFeature) as info:
+        build_stack("c", _placement(accelerators={slice_: 1}), ResourceCandidate(index=0),
+                    config=SkycConfig(), workspace=tmp_path)
+    assert info.value.message.startswith(
+        f"accelerators: {slice_} is a multi-host TPU slice ({hosts} hosts)")
+    assert "not supported" in info.value.message and "single-host" in (info.value.hint or "")
+    single = build_stack("c", _placement(accelerators={"tpu-v5litepod-8": 1}),
+                         ResourceCandidate(index=0), config=SkycConfig(), workspace=tmp_path)
+    assert [r.key for r in single.resources if r.key.startswith("node_")] == ["node_0"]
 
 
 def test_bad_input_is_refused_by_field(tmp_path: Path) -> None:

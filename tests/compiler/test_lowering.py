@@ -88,11 +88,40 @@ def test_spot_uses_market_options_and_ignores_them_after_create() -> None:
 def test_disk_tiers() -> None:
     low = _res(_build(_aws(), disk_tier="low", disk_size=50), "node_0")
     assert "iops" not in low["root_block_device"]
-    ultra = _res(_build(_aws(), disk_tier="ultra", disk_size=20), "node_0")
+    ultra = _res(_build(_aws(), disk_tier="ultra", disk_size=20,
+                        image_id="ami-0123456789abcdef0"), "node_0")
     assert ultra["root_block_device"]["iops"] == 10000          # 500 IOPS per GiB
     assert ultra["root_block_device"]["throughput"] == 1000
     with pytest.raises(ConfigError, match="disk_tier"):
         _build(_aws(), disk_tier="fast")
+
+
+# SkyPilot's gp3 volumes on AWS (sky/clouds/aws.py): IOPS, and IOPS // 16 MiB/s.
+SKYPILOT_GP3 = {"medium": (3500, 218), "high": (7000, 437)}
+GP3_BASELINE = (3000, 125)
+GP3_IOPS_MONTH, GP3_MIBS_MONTH = 0.005, 0.040  # USD above the baseline, us-east-1
+
+
+def _gp3_extra(iops: int, throughput: int) -> float:
+    return ((iops - GP3_BASELINE[0]) * GP3_IOPS_MONTH
+            + (throughput - GP3_BASELINE[1]) * GP3_MIBS_MONTH)
+
+
+@pytest.mark.parametrize("tier", [None, "low", "medium", "high", "ultra", "best"])
+def test_no_disk_tier_costs_more_than_skypilots(tier: str | None) -> None:
+    """The default tier (medium) and high provision what SkyPilot does, no more; ultra
+    and best stay on gp3 (SkyPilot's io2 at 20000 IOPS costs far more); low is gp3's
+    baseline, which costs nothing above the storage."""
+    volume = _res(_build(_aws(), disk_tier=tier), "node_0")["root_block_device"]
+    assert volume["volume_type"] == "gp3"
+    iops, throughput = volume.get("iops", GP3_BASELINE[0]), volume.get("throughput",
+                                                                       GP3_BASELINE[1])
+    skypilot = SKYPILOT_GP3.get(tier or "medium")
+    if skypilot is not None:
+        assert (iops, throughput) == skypilot
+        assert _gp3_extra(iops, throughput) <= _gp3_extra(*skypilot)
+    io2_20000_iops_month = 20000 * 0.065  # io2's provisioned IOPS alone, per month
+    assert _gp3_extra(iops, throughput) < io2_20000_iops_month
 
 
 def test_efa_and_placement_group_for_best_network() -> None:

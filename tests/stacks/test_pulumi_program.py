@@ -18,7 +18,8 @@ import pytest
 
 pytest.importorskip("pulumi_aws", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
 
-from skyc.compiler.aws.images import choose_image, image_tag
+from skyc.compiler.aws.images import image_tag, select_image
+from skyc.compiler.aws.lowering import uses_efa
 from skyc.errors import EngineError
 from skyc.stacks import Block, Ref, Resource, Stack, Var, emit, to_terraform
 from skyc.stacks.pulumi_preview import RecordedResource, run_program
@@ -46,12 +47,21 @@ def test_program_under_the_mock_runtime(case: Path, tmp_path: Path) -> None:
     assert recorded["aws"].inputs["region"] == placement.region
     nodes = sorted(k for k, r in recorded.items() if r.type == "aws:ec2/instance:Instance")
     assert nodes == [f"node_{i}" for i in range(placement.num_nodes)]
+    image = select_image(placement, candidate, efa=uses_efa(placement, candidate))
     for key in nodes:
         inputs = recorded[key].inputs
-        assert inputs["ami"].startswith("ami-")
+        if image.resolved_at_launch:  # launched from a template holding image and volume
+            assert "ami" not in inputs and "rootBlockDevice" not in inputs
+            template = recorded["launch_template"].inputs
+            assert template["imageId"] == image.ref
+            assert inputs["launchTemplate"]["version"] == "$Default"
+            volume = template["blockDeviceMappings"][0]["ebs"]
+        else:
+            assert inputs["ami"] == image.ref and image.ref.startswith("ami-")
+            volume = inputs["rootBlockDevice"]
         assert inputs["instanceType"] == placement.instance_type
         assert inputs["keyName"] == f"skyc-{stack.name}"       # a reference, resolved
-        assert inputs["rootBlockDevice"]["volumeType"] == "gp3"
+        assert volume["volumeType"] == "gp3"
         market = inputs.get("instanceMarketOptions")
         assert (market is not None and market["marketType"] == "spot") == placement.use_spot
         assert inputs["tags"]["Name"].startswith(f"skyc-{stack.name}-")
@@ -60,7 +70,6 @@ def test_program_under_the_mock_runtime(case: Path, tmp_path: Path) -> None:
     # Accelerators pick the image: NVIDIA GPU or Neuron images for accelerator nodes.
     tag = image_tag(placement)
     assert ("gpu" in tag or "neuron" in tag) == bool(placement.accelerators)
-    assert {recorded[k].inputs["ami"] for k in nodes} == {choose_image(placement, candidate)}
 
 
 def _camel(name: str) -> str:

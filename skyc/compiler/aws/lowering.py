@@ -8,6 +8,14 @@ from the ``ssh_public_key`` variable), a cluster placement group for multi-node
 clusters, EFA interfaces (with an Elastic IP each) where ``network_tier: best``
 and the instance type has EFA, and the instances. The managed-jobs controller's
 cluster also gets an IAM role and instance profile (skyc.compiler.aws.roles).
+
+Images (skyc.compiler.aws.images): the table's AMI for the region, or the task's;
+nodes whose accelerator needs a newer driver than SkyPilot's GPU image carries
+(B200, B300, H200), and NVIDIA nodes with EFA, boot the Deep Learning Base OSS
+Nvidia Driver GPU AMI, which EC2 resolves from AWS's public SSM parameter at
+launch: such nodes are launched from a launch template holding that image and the
+root volume (the provider cannot map a root volume onto an image it cannot look
+up). The root volume is never smaller than the image.
 """
 
 from __future__ import annotations
@@ -39,14 +47,19 @@ VPC_CIDR = "10.0.0.0/16"
 SUBNET_CIDR = "10.0.0.0/20"
 
 # gp3 root volumes: (iops, throughput MiB/s) per disk tier. "low" is gp3's
-# baseline (3000, 125), which needs no explicit values.
+# baseline (3000, 125), which needs no explicit values; medium and high are what
+# SkyPilot provisions for them on AWS (gp3, its IOPS and IOPS/16 MiB/s), never more;
+# ultra and best stay on gp3's ceiling, well under the io2 volume SkyPilot asks for.
 DISK_TIERS: dict[str, tuple[int, int]] = {
     "low": (3000, 125),
-    "medium": (6000, 250),
-    "high": (12000, 500),
+    "medium": (3500, 218),
+    "high": (7000, 437),
     "ultra": (16000, 1000),
     "best": (16000, 1000),
 }
+# The root device of the images EC2 resolves at launch (Ubuntu AMIs): their launch
+# template maps the root volume by this name.
+ROOT_DEVICE = "/dev/sda1"
 DEFAULT_DISK_TIER = "medium"
 
 # Instance types with an Elastic Fabric Adapter (one EFA interface is attached).
@@ -74,6 +87,7 @@ TYPES: dict[str, tuple[str, str]] = {
     "placement_group": ("aws_placement_group", "aws.ec2.PlacementGroup"),
     "network_interface": ("aws_network_interface", "aws.ec2.NetworkInterface"),
     "eip": ("aws_eip", "aws.ec2.Eip"),
+    "launch_template": ("aws_launch_template", "aws.ec2.LaunchTemplate"),
     "instance": ("aws_instance", "aws.ec2.Instance"),
     "instance_state": ("aws_ec2_instance_state", "aws.ec2transitgateway.InstanceState"),
     "iam_role": ("aws_iam_role", "aws.iam.Role"),
@@ -127,12 +141,17 @@ def provider(region: str, config: SkycConfig) -> Provider:
                     source="hashicorp/aws", version=PROVIDER_VERSION)
 
 
-def root_volume(candidate: ResourceCandidate) -> Block:
+def volume_settings(candidate: ResourceCandidate, image: images.Image) -> dict[str, Any]:
+    """The root volume: ``disk_size`` GiB (at least the image's size) of gp3 at the
+    ``disk_tier``'s IOPS and throughput."""
     tier = candidate.disk_tier or DEFAULT_DISK_TIER
     if tier not in DISK_TIERS:
         raise ConfigError(f"disk_tier: {tier!r} is not one of {', '.join(DISK_TIERS)}")
-    if candidate.disk_size < 8:
-        raise ConfigError(f"disk_size: {candidate.disk_size} GiB is below the 8 GiB minimum")
+    if candidate.disk_size < image.disk_gib:
+        what = f"the image {image.tag}" if image.tag else "EC2's smallest root volume"
+        raise ConfigError(
+            f"disk_size: {candidate.disk_size} GiB is smaller than {what} "
+            f"({image.disk_gib} GiB)", hint=f"set disk_size: {image.disk_gib} or more")
     volume: dict[str, Any] = {
         "delete_on_termination": True,
         "encrypted": True,
@@ -144,7 +163,29 @@ def root_volume(candidate: ResourceCandidate) -> Block:
     throughput = min(throughput, iops // 4)                 # gp3: at most 0.25 MiB/s per IOPS
     if (iops, throughput) != DISK_TIERS["low"]:
         volume.update(iops=iops, throughput=throughput)
-    return _block("aws.ec2.InstanceRootBlockDeviceArgs", **volume)
+    return volume
+
+
+def root_volume(candidate: ResourceCandidate, image: images.Image) -> Block:
+    return _block("aws.ec2.InstanceRootBlockDeviceArgs", **volume_settings(candidate, image))
+
+
+def _launch_template(stack: Stack, labels: dict[str, str], cluster: str,
+                     candidate: ResourceCandidate, image: images.Image) -> Block:
+    """A launch template for an image EC2 resolves at launch (``resolve:ssm:``): the
+    provider cannot map a root volume onto an image it cannot look up, so the template
+    carries both and the nodes are launched from it."""
+    volume = volume_settings(candidate, image)
+    ebs = {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in volume.items()}
+    stack.add(_resource("launch_template", "launch_template", "main", {
+        "name": f"skyc-{cluster}", "image_id": image.ref, "update_default_version": True,
+        "block_device_mappings": [_block(
+            "aws.ec2.LaunchTemplateBlockDeviceMappingArgs", device_name=ROOT_DEVICE,
+            ebs=_block("aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs", **ebs))],
+        "tags": _tags(labels, f"skyc-{cluster}"),
+    }))
+    return _block("aws.ec2.InstanceLaunchTemplateArgs",
+                  id=Ref(resource="launch_template", attribute="id"), version="$Default")
 
 
 VPC_ID = Ref(resource="vpc", attribute="id")
@@ -248,11 +289,10 @@ def _instance_settings(
     placement: Placement, candidate: ResourceCandidate,
 ) -> tuple[dict[str, Any], list[str]]:
     """Arguments every node shares, and the changes its engine ignores."""
+    image = images.select_image(placement, candidate, efa=uses_efa(placement, candidate))
     settings: dict[str, Any] = {
-        "ami": images.choose_image(placement, candidate),
         "instance_type": placement.instance_type,
         "key_name": Ref(resource="key_pair", attribute="key_name"),
-        "root_block_device": root_volume(candidate),
         "metadata_options": _block("aws.ec2.InstanceMetadataOptionsArgs",
                                    http_endpoint="enabled", http_tokens="required"),
         "user_data": render("node_bootstrap.sh.j2", cluster=cluster, ssh_user=SSH_USER),
@@ -261,6 +301,10 @@ def _instance_settings(
         # keeps its disk; a one-time spot instance can only terminate.
         "instance_initiated_shutdown_behavior": "terminate" if placement.use_spot else "stop",
     }
+    if image.resolved_at_launch:
+        settings["launch_template"] = _launch_template(stack, labels, cluster, candidate, image)
+    else:
+        settings.update(ami=image.ref, root_block_device=root_volume(candidate, image))
     ignore = ["vpc_security_group_ids"]  # not reported back by every EC2-compatible API
     if placement.use_spot:
         settings["instance_market_options"] = _block(

@@ -3,8 +3,10 @@ and an instance profile, attached to the controller cluster's instances.
 
 The policy allows what skyc's AWS stacks do (skyc.compiler.aws.lowering): VPCs,
 subnets, internet gateways, route tables and routes, security groups and their
-rules, key pairs, placement groups, network interfaces and Elastic IPs, instances
-(spot ones included) and their power state, tags, and every EC2 describe call;
+rules, key pairs, placement groups, network interfaces and Elastic IPs, launch
+templates, instances (spot ones included) and their power state, tags, and every
+EC2 describe call; reading the public SSM parameters EC2 resolves the Deep Learning
+AMI from at launch;
 ``sts:GetCallerIdentity`` for the provider's own check; and the one IAM action a
 first spot request in an account needs (EC2 Spot's own service-linked role).
 Nothing else: no ``iam:PassRole`` (job clusters get no role), no S3, no wildcard
@@ -37,6 +39,8 @@ EC2_ACTIONS: dict[str, tuple[str, ...]] = {
                           "ModifyNetworkInterfaceAttribute", "AttachNetworkInterface",
                           "DetachNetworkInterface"),
     "eip": ("AllocateAddress", "ReleaseAddress", "AssociateAddress", "DisassociateAddress"),
+    "launch_template": ("CreateLaunchTemplate", "CreateLaunchTemplateVersion",
+                        "ModifyLaunchTemplate", "DeleteLaunchTemplate"),
     "instance": ("RunInstances", "TerminateInstances", "StartInstances", "StopInstances",
                  "ModifyInstanceAttribute", "CancelSpotInstanceRequests"),
     "volume": ("CreateVolume", "DeleteVolume", "AttachVolume", "DetachVolume",
@@ -44,6 +48,8 @@ EC2_ACTIONS: dict[str, tuple[str, ...]] = {
     "tags": ("CreateTags", "DeleteTags"),
 }
 
+# The public SSM parameters EC2 resolves an image id from at launch (resolve:ssm:...).
+IMAGE_PARAMETERS = "arn:aws:ssm:*::parameter/aws/service/deeplearning/*"
 SPOT_SERVICE_ROLE = ("arn:aws:iam::*:role/aws-service-role/spot.amazonaws.com/"
                      "AWSServiceRoleForEC2Spot")
 
@@ -77,6 +83,8 @@ def controller_policy() -> str:
         {"Sid": "Clusters", "Effect": "Allow", "Action": actions, "Resource": "*"},
         {"Sid": "Identity", "Effect": "Allow", "Action": ["sts:GetCallerIdentity"],
          "Resource": "*"},
+        {"Sid": "ImageParameters", "Effect": "Allow", "Action": ["ssm:GetParameters"],
+         "Resource": IMAGE_PARAMETERS},
         # A spot request's first use in an account creates EC2's own service-linked role.
         {"Sid": "SpotServiceRole", "Effect": "Allow", "Action": ["iam:CreateServiceLinkedRole"],
          "Resource": SPOT_SERVICE_ROLE,

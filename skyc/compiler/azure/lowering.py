@@ -8,12 +8,14 @@ public IP, a NIC (accelerated networking where the size supports it, see
 it) and the VM.
 
 VMs: the placement's size; the admin user ``azureuser`` with the cluster's SSH
-public key (the ``ssh_public_key`` input, never in the program) and password
-login disabled; an OS disk of ``disk_size`` GiB (Premium SSD for ``disk_tier``
-high/best, Standard SSD for medium, the default, Standard HDD for low); the
-image per accelerator vendor (``images``) or the task's ``image_id``; custom
-data from the node-bootstrap template every cloud uses; the zone when the
-placement names one.
+public key (an RSA key, the kind Azure documents; the ``ssh_public_key`` input,
+never in the program) and password login disabled; an OS disk of ``disk_size``
+GiB, never less than the image (Premium SSD for ``disk_tier`` high/best,
+Standard SSD for medium, the default, Standard HDD for low); the image per
+accelerator vendor (``images``) or the task's ``image_id``, with its security
+type written out, and the VM extension that installs its driver where
+the image needs one (the GRID driver of the A10 sizes); custom data from the
+node-bootstrap template every cloud uses; the zone when the placement names one.
 
 Spot: priority Spot, max price -1 (pay up to the on-demand price, so Azure
 evicts only for capacity) and eviction policy Delete. skyc recovers from an
@@ -45,7 +47,7 @@ from typing import Any
 
 from skyc.compiler.azure import images, sizes
 from skyc.compiler.base import BuildRequest, node_name, port_range_text
-from skyc.compiler.keys import ensure_key_pair
+from skyc.compiler.keys import RSA, ensure_key_pair
 from skyc.compiler.templates import render
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
@@ -54,12 +56,12 @@ from skyc.stacks.model import Block, Output, Provider, Ref, Resource, Stack, Var
 from skyc.task.candidate import ResourceCandidate
 
 SSH_USER = "azureuser"
+KEY_ALGORITHM = RSA  # Azure documents RSA keys for Linux VMs (ed25519: preview)
 PROVIDER_VERSION = ">= 3.0, < 4.0"
 VNET_CIDR = "10.0.0.0/16"
 SUBNET_CIDR = "10.0.0.0/20"
 FIRST_HOST = 4  # Azure reserves the first four addresses of every subnet
 MAX_BASE_NAME = 40  # skyc-<cluster>, shortened; "-worker199" must still fit 64
-MIN_DISK_GIB = 30  # the images' OS disk size
 MAX_DISK_GIB = 4095  # the largest OS disk Azure takes
 
 # OS disk storage per disk tier (Ultra and Premium v2 disks cannot be OS disks).
@@ -89,6 +91,7 @@ TYPES: dict[str, str] = {
     "nic": "azure_native.network.NetworkInterface",
     "availability_set": "azure_native.compute.AvailabilitySet",
     "vm": "azure_native.compute.VirtualMachine",
+    "vm_extension": "azure_native.compute.VirtualMachineExtension",
 }
 
 _REGION = re.compile(r"^[a-z][a-z0-9]*$")
@@ -146,9 +149,14 @@ def os_disk(placement: Placement, candidate: ResourceCandidate, image: images.Im
     tier = candidate.disk_tier or DEFAULT_DISK_TIER
     if tier not in DISK_TIERS:
         raise ConfigError(f"disk_tier: {tier!r} is not one of {', '.join(DISK_TIERS)}")
-    if not MIN_DISK_GIB <= candidate.disk_size <= MAX_DISK_GIB:
-        raise ConfigError(f"disk_size: {candidate.disk_size} GiB is outside the "
-                          f"{MIN_DISK_GIB}-{MAX_DISK_GIB} GiB an Azure OS disk can be")
+    if candidate.disk_size < image.disk_gib:
+        what = f"the image {image.urn}" if image.from_table else "an Azure OS disk can be"
+        raise ConfigError(
+            f"disk_size: {candidate.disk_size} GiB is smaller than {what} "
+            f"({image.disk_gib} GiB)", hint=f"set disk_size: {image.disk_gib} or more")
+    if candidate.disk_size > MAX_DISK_GIB:
+        raise ConfigError(f"disk_size: {candidate.disk_size} GiB is more than the "
+                          f"{MAX_DISK_GIB} GiB an Azure OS disk can be")
     storage = DISK_TIERS[tier]
     size = placement.instance_type or ""
     if storage.startswith("Premium") and not premium_storage(size):
@@ -177,11 +185,16 @@ def image_reference(image: images.Image) -> Block:
 
 
 def security_profile(image: images.Image) -> Block | None:
-    """Trusted Launch or confidential VM settings; None for Standard (Azure's default)."""
+    """The image's security type, always written out: Trusted Launch and confidential
+    VMs with Secure Boot and vTPM; Standard for the images that need it (the HPC
+    images, unsigned driver modules), since Azure may pick Trusted Launch for a VM
+    that names none. None for a user's image (Azure decides)."""
     if image.security_type in ("TrustedLaunch", "ConfidentialVM"):
         return _args("compute.SecurityProfileArgs", security_type=image.security_type,
                      uefi_settings=_args("compute.UefiSettingsArgs",
                                          secure_boot_enabled=True, v_tpm_enabled=True))
+    if image.security_type == "Standard":
+        return _args("compute.SecurityProfileArgs", security_type="Standard")
     return None
 
 
@@ -313,6 +326,19 @@ def _os_profile(computer_name: str, custom_data: str) -> Block:
                  linux_configuration=linux)
 
 
+def _driver_extension(stack: Stack, extension: images.Extension, cluster: str, rank: int,
+                      region: str, tags: dict[str, str]) -> None:
+    """The VM extension that installs the image's driver on node ``rank`` (the apply
+    waits for it, so the node is ready with its driver)."""
+    stack.add(_resource("vm_extension", f"driver_{rank}", {
+        "resource_group_name": RG, "vm_name": vm_name(cluster, rank),
+        "vm_extension_name": extension.type, "location": region,
+        "publisher": extension.publisher, "type": extension.type,
+        "type_handler_version": extension.version, "auto_upgrade_minor_version": True,
+        "tags": tags,
+    }, depends_on=[f"node_{rank}"]))
+
+
 def _nodes(stack: Stack, request: BuildRequest, tags: dict[str, str]) -> None:
     placement, candidate, cluster = request.placement, request.candidate, request.cluster
     size = placement.instance_type or ""
@@ -356,6 +382,9 @@ def _nodes(stack: Stack, request: BuildRequest, tags: dict[str, str]) -> None:
                       id=Ref(resource=f"nic_{rank}", attribute="id"))]),
             "tags": node_tags,
         }))
+        if image.extension is not None:
+            _driver_extension(stack, image.extension, cluster, rank, placement.region or "",
+                              node_tags)
 
 
 def build(request: BuildRequest) -> Stack:
@@ -384,5 +413,7 @@ def build(request: BuildRequest) -> Stack:
 
 
 def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
-    """Creates the cluster's key pair in the workspace; its public key is the one input."""
-    return {"ssh_public_key": ensure_key_pair(workspace)}
+    """Creates the cluster's key pair in the workspace; its public key is the one input.
+    An RSA pair: the key Azure's API documents for Linux VMs (its ed25519 support is
+    a preview)."""
+    return {"ssh_public_key": ensure_key_pair(workspace, KEY_ALGORITHM)}

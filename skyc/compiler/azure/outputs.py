@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from skyc.compiler.base import list_output, node_name
+from skyc.compiler.keys import RSA as KEY_ALGORITHM
 from skyc.compiler.keys import private_key_path
 from skyc.errors import EngineError
 from skyc.model.nodes import Node
@@ -28,7 +29,7 @@ def nodes(
     missing = [str(n) for n, pub in zip(names, public, strict=True) if not pub]
     if missing:
         raise EngineError(f"cluster {cluster}: no public IP for {', '.join(missing)}")
-    key = str(private_key_path(workspace))
+    key = str(private_key_path(workspace, KEY_ALGORITHM))
     return [
         Node(name=node_name(rank), rank=rank, transport="ssh", ip=str(priv), host=str(pub),
              port=22, user=user, identity_file=key)

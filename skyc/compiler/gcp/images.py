@@ -1,10 +1,13 @@
 """GCP boot images and TPU runtime versions: the tables in ``data/gcp_images.csv``
 and ``data/gcp_tpu_runtimes.csv``, or the task's own.
 
-- VMs with GPUs (all NVIDIA on GCP) boot Google's Deep Learning VM image, which
-  carries the NVIDIA driver and CUDA; VMs without accelerators boot Ubuntu 22.04
-  (its arm64 build on arm machine types). A task's ``image_id`` (an image, an
-  image family, ``project/image`` or a full URL; or one per region) wins.
+- VMs with GPUs (all NVIDIA on GCP) boot a Deep Learning VM image family, which
+  carries the NVIDIA driver and CUDA: the first of the table whose driver runs the
+  GPU (:mod:`skyc.compiler.drivers`: ``common-cu124`` carries 550, B200 needs
+  ``common-cu128-ubuntu-2204-nvidia-570``); VMs without accelerators boot Ubuntu
+  22.04 (its arm64 build on arm machine types). Each row also says the image's
+  size, below which no boot disk can be. A task's ``image_id`` (an image, an image
+  family, ``project/image`` or a full URL; or one per region) wins.
 - TPU VMs boot a TPU runtime version instead of an image:
   ``accelerator_args.runtime_version``, else Google's default for the TPU
   generation (v2/v3 ``tpu-vm-base``, v4 ``tpu-ubuntu2204-base``, v5e
@@ -15,10 +18,12 @@ from __future__ import annotations
 
 import csv
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
+from skyc.compiler import drivers
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
 from skyc.task.candidate import ResourceCandidate
@@ -34,6 +39,18 @@ _IMAGE_REF = re.compile(
 )
 _TPU_GENERATION = re.compile(r"^tpu-(v\d+(?:litepod|p|e)?)-\d+$")
 _RUNTIME = re.compile(r"^[a-z0-9][-a-z0-9.]*$")
+MIN_DISK_GIB = 10  # the smallest boot disk GCP takes (for an image skyc knows nothing of)
+
+
+@dataclass(frozen=True)
+class Image:
+    """A boot image: its reference, and (for the table's) the driver it carries and
+    its size."""
+
+    ref: str
+    driver: drivers.Driver = drivers.NO_DRIVER
+    disk_gib: int = MIN_DISK_GIB
+    from_table: bool = False
 
 
 def _data(name: str) -> list[dict[str, str]]:
@@ -42,8 +59,13 @@ def _data(name: str) -> list[dict[str, str]]:
 
 
 @lru_cache(maxsize=1)
-def _images() -> dict[tuple[str, str], str]:
-    return {(row["Kind"], row["Arch"]): row["Image"] for row in _data("gcp_images.csv")}
+def _images() -> dict[tuple[str, str], list[Image]]:
+    """(kind, arch) -> the table's images, in order of preference."""
+    table: dict[tuple[str, str], list[Image]] = {}
+    for row in _data("gcp_images.csv"):
+        table.setdefault((row["Kind"], row["Arch"]), []).append(Image(
+            row["Image"], drivers.parse(row["Driver"]), int(row["DiskGiB"]), from_table=True))
+    return table
 
 
 @lru_cache(maxsize=1)
@@ -102,6 +124,11 @@ def runtime_version(placement: Placement, candidate: ResourceCandidate) -> str:
 
 def choose_image(placement: Placement, candidate: ResourceCandidate) -> str:
     """The boot image of a GCP VM (not a TPU VM: see ``runtime_version``)."""
+    return select_image(placement, candidate).ref
+
+
+def select_image(placement: Placement, candidate: ResourceCandidate) -> Image:
+    """The task's ``image_id`` (for the placement's region), else :func:`default_image`."""
     image = candidate.image_id
     if image_kind(placement) == "tpu":
         if image is not None:
@@ -119,14 +146,27 @@ def choose_image(placement: Placement, candidate: ResourceCandidate) -> str:
                 f"restrict infra to {', '.join(sorted(image))}")
         image = image[region]
     if isinstance(image, str):
-        return _checked(image.strip())
+        return Image(_checked(image.strip()))
+    return default_image(placement)
+
+
+def default_image(placement: Placement) -> Image:
+    """The table's first image for the placement's kind and arch whose driver runs its
+    accelerator; UnsupportedFeature naming what it needs when none does."""
     arch = "arm64" if is_arm(placement) else "x86_64"
     kind = image_kind(placement)
-    found = _images().get((kind, arch))
-    if found is None:
+    found = _images().get((kind, arch), [])
+    if not found:
         raise UnsupportedFeature(f"no {kind} image known for {arch} on gcp",
                                  hint="set image_id to an image for this machine type")
-    return found
+    accelerator = next(iter(placement.accelerators or {}), None)
+    for image in found:
+        if accelerator is None or drivers.supports(image.driver, accelerator):
+            return image
+    raise UnsupportedFeature(
+        drivers.refusal(accelerator or "", f"gcp {placement.instance_type}",
+                        [i.driver for i in found]),
+        hint="set image_id to an image whose driver runs it")
 
 
 def _checked(image: str) -> str:

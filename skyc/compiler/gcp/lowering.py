@@ -107,7 +107,8 @@ def build(request: BuildRequest) -> Stack:
     _network(stack, cluster, placement.region, candidate.ports, tag)
     labels = names.labels(request.labels)
     site = vm.Site(cluster=cluster, zone=placement.zone, network=NETWORK,
-                   subnetwork=SUBNETWORK, tag=tag, labels=labels, metadata=metadata(cluster))
+                   subnetwork=SUBNETWORK, tag=tag, labels=labels, metadata=metadata(cluster),
+                   reservations=tuple(config.gcp.reservations))
     if tpu_accelerator(placement):
         stack.outputs = tpu.add_tpu_vms(stack, site, placement, candidate)
     else:

@@ -7,10 +7,14 @@
 - Spot: the ``SPOT`` provisioning model (no automatic restart); a preempted node
   is deleted (``instance_termination_action = DELETE``), so nothing keeps billing
   and a refresh reports it gone, which is what recovery re-provisions from.
-- Boot disk: the image by accelerator vendor or the task's ``image_id``
-  (:mod:`skyc.compiler.gcp.images`), ``disk_size`` GiB of the type ``disk_tier``
-  asks for where the family takes it (Hyperdisk Balanced where it takes only
-  Hyperdisk: :mod:`skyc.compiler.gcp.machines`).
+- Boot disk: the image whose driver runs the GPU, or the task's ``image_id``
+  (:mod:`skyc.compiler.gcp.images`), ``disk_size`` GiB (never less than the image)
+  of the type ``disk_tier`` asks for where the family takes it (Hyperdisk Balanced
+  where it takes only Hyperdisk: :mod:`skyc.compiler.gcp.machines`).
+- Reservations: an on-demand placement GCP grants only from a reservation
+  (:func:`skyc.catalog.reservations.needs_reservation`: A3 Ultra, A4) consumes the
+  reservations the config names (``gcp.reservations``), by a specific reservation
+  affinity; with none named it is refused, saying what to do.
 - Multi-node clusters get a compact placement policy where the family has one.
 - An on-demand node's power state is an input of the stack (``power_state``:
   ``RUNNING``, or ``TERMINATED``, which is GCP's word for stopped): ``skyc stop``
@@ -22,10 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from skyc.catalog.reservations import needs_reservation, reservation_reason
 from skyc.compiler.base import node_name
 from skyc.compiler.gcp import images, machines, names
 from skyc.compiler.gcp.resources import block, resource
-from skyc.errors import UnsupportedFeature
+from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.optimizer.plan import Placement
 from skyc.stacks.model import Block, Output, Ref, Stack, Var, Variable
 from skyc.task.candidate import ResourceCandidate
@@ -48,6 +53,7 @@ class Site:
     tag: str
     labels: dict[str, str]
     metadata: dict[str, Any]
+    reservations: tuple[str, ...] = ()   # gcp.reservations of the config
 
 
 def guest_accelerators(placement: Placement) -> list[Block]:
@@ -62,6 +68,23 @@ def guest_accelerators(placement: Placement) -> list[Block]:
         found.append(block("compute.InstanceGuestAcceleratorArgs",
                            type=machines.ATTACHED_GPUS[name], count=int(count)))
     return found
+
+
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+
+def reservation_affinity(placement: Placement, reservations: tuple[str, ...]) -> Block | None:
+    """The named reservations, for an on-demand placement GCP grants only from one;
+    None for every other placement (it takes any capacity, reserved or not)."""
+    machine = placement.instance_type or ""
+    if not needs_reservation("gcp", machine, placement.use_spot):
+        return None
+    if not reservations:
+        raise UnsupportedFeature(reservation_reason(machine))
+    return block("compute.InstanceReservationAffinityArgs", type="SPECIFIC_RESERVATION",
+                 specific_reservation=block(
+                     "compute.InstanceReservationAffinitySpecificReservationArgs",
+                     key=RESERVATION_KEY, values=list(reservations)))
 
 
 def scheduling(placement: Placement, compact: bool) -> Block:
@@ -80,10 +103,14 @@ def scheduling(placement: Placement, compact: bool) -> Block:
 def boot_disk(placement: Placement, candidate: ResourceCandidate, labels: dict[str, str]
               ) -> Block:
     machine = placement.instance_type or ""
+    image = images.select_image(placement, candidate)
+    if image.from_table and candidate.disk_size < image.disk_gib:
+        raise ConfigError(
+            f"disk_size: {candidate.disk_size} GiB is smaller than the image {image.ref} "
+            f"({image.disk_gib} GiB)", hint=f"set disk_size: {image.disk_gib} or more")
     disk_type, performance = machines.boot_disk(machine, candidate.disk_tier, candidate.disk_size)
     params: dict[str, Any] = {
-        "image": images.choose_image(placement, candidate), "size": candidate.disk_size,
-        "type": disk_type, "labels": labels,
+        "image": image.ref, "size": candidate.disk_size, "type": disk_type, "labels": labels,
     }
     if performance is not None:
         params.update(provisioned_iops=performance[0], provisioned_throughput=performance[1])
@@ -120,6 +147,9 @@ def add_instances(stack: Stack, site: Site, placement: Placement,
     accelerators = guest_accelerators(placement)
     if accelerators:
         shared["guest_accelerators"] = accelerators
+    affinity = reservation_affinity(placement, site.reservations)
+    if affinity is not None:
+        shared["reservation_affinity"] = affinity
     if compact:
         stack.add(resource("resource_policy", "placement_policy", {
             "name": names.resource_name(site.cluster, "placement"),

@@ -24,11 +24,16 @@ runs the task's container image (``image_id: docker:IMAGE``) or
 (bash, python3, tar). The pod just waits; the agent reaches it through the
 Kubernetes API's exec stream (:mod:`skyc.runtime.kube`), so no sshd is needed.
 
-A TPU slice of several hosts is one pod per host (``num_nodes`` slices x
-hosts), each with ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES`` as libtpu
-expects. ``network_tier: best`` adds ``IPC_LOCK`` (RDMA pins memory), asks for
-the context's ``network_resources`` (the interconnect device plugin's resource,
-e.g. ``rdma/ib``, whose name varies per cluster) and prefers one zone for all
+TPU slices: single-host ones only, one pod per slice. A multi-host slice's pods
+(one per host) are refused: GKE's labels let them select the slice's accelerator
+and topology, but nothing pins them all to one node pool, so they can land on
+hosts of two different slices (SkyPilot refuses them too). The default image
+finds the GPU driver GKE mounts at ``/usr/local/nvidia`` through ``PATH`` and
+``LD_LIBRARY_PATH``; AMD pods default to a ROCm image, so the agent's
+accelerator detection works on both. ``network_tier: best`` adds ``IPC_LOCK``
+(RDMA pins memory), asks for the context's ``network_resources`` (the
+interconnect device plugin's resource, e.g. ``rdma/ib``, whose name varies per
+cluster) and prefers one zone for all
 pods. The task's ``ports`` become a Service (``kubernetes.ports_service``,
 LoadBalancer by default) in front of the head pod. ``kubernetes.pod_config`` is
 merged into every pod (see :mod:`manifest`). Each pod carries the engine's wait
@@ -60,6 +65,16 @@ from skyc.stacks.model import Output, Provider, Ref, Resource, Stack
 from skyc.task.candidate import ResourceCandidate
 
 DEFAULT_IMAGE = "docker.io/library/python:3.12-slim"  # bash, python3, tar
+# AMD pods without an image of their own: ROCm's userland (rocm-smi, which is Python:
+# python3 comes with it), bash and tar.
+AMD_IMAGE = "docker.io/rocm/dev-ubuntu-22.04:6.2"
+# NVIDIA pods on the default image: GKE mounts the node's driver at /usr/local/nvidia
+# (the GPU operator's runtime puts it in the usual places, where these change
+# nothing); the image's own PATH (python's) follows.
+NVIDIA_ENV = (
+    ("PATH", "/usr/local/nvidia/bin:/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"),
+    ("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64:/usr/local/nvidia/lib"),
+)
 # The oldest and newest Kubernetes versions the manifests are checked against.
 SUPPORTED_VERSIONS = ("1.28", "1.37")
 CLUSTER_LABEL = "skyc-cluster"
@@ -84,10 +99,13 @@ def _resource(kind: str, key: str, properties: dict[str, Any], **fields: Any) ->
                     provider=PROVIDER, **fields)
 
 
-def image(candidate: ResourceCandidate, kube: KubernetesConfig) -> str:
+def image(candidate: ResourceCandidate, kube: KubernetesConfig,
+          resource: str | None = None) -> str:
+    """The pod's image: the task's (``docker:IMAGE``), else ``kubernetes.image``, else
+    :data:`AMD_IMAGE` for AMD pods and :data:`DEFAULT_IMAGE` for the others."""
     raw = candidate.image_id
     if raw is None:
-        return kube.image or DEFAULT_IMAGE
+        return kube.image or (AMD_IMAGE if resource == selectors.AMD else DEFAULT_IMAGE)
     if isinstance(raw, str) and raw.startswith("docker:") and raw[len("docker:"):].strip():
         return raw[len("docker:"):].strip()
     raise UnsupportedFeature(
@@ -137,7 +155,13 @@ class _Shape:
         self.resource = selectors.device_resource(self.model) if self.model else None
         self.tpu = selectors.tpu_slice(self.model) \
             if self.model and self.resource == selectors.TPU else None
-        self.hosts = self.tpu.hosts if self.tpu else 1
+        if self.tpu and self.tpu.hosts > 1:
+            raise UnsupportedFeature(
+                f"accelerators: {self.model} is a multi-host TPU slice ({self.tpu.hosts} hosts); "
+                "on Kubernetes its pods can land on hosts of different slices (nothing pins "
+                "them to one node pool), so multi-host TPU slices are not supported there",
+                hint="use a single-host slice (up to 8 chips of v5e/v6e, 4 of v4/v5p) on "
+                "Kubernetes, or run it on gcp, where a slice is one TPU VM resource")
         self.devices = str(self.tpu.chips_per_host) if self.tpu else (
             _count(count) if self.model else None)
         self.cpus = candidate.cpus.value if candidate.cpus else DEFAULT_CPUS
@@ -219,22 +243,16 @@ def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | No
     best = candidate.network_tier == "best"
     settings = kube.contexts.get(placement.region or "")
     extra = settings.network_resources if (best and settings) else {}
-    img = image(candidate, kube)
+    img = image(candidate, kube, shape.resource)
+    env = [{"name": k, "value": v} for k, v in NVIDIA_ENV] \
+        if img == DEFAULT_IMAGE and shape.resource == selectors.NVIDIA else []
     open_ports = ports(candidate)
     pod_config = kube.pod_config or {}
     manifest.check_pod_config(pod_config)
-    total = placement.num_nodes * shape.hosts
-    hostnames = [node_name(r) for r in range(total)]
     keys = []
-    for rank in range(total):
-        host = hostnames[rank]
+    for rank in range(placement.num_nodes):
+        host = node_name(rank)
         pod_labels = {**labels, NODE_LABEL: host}
-        env = []
-        if shape.tpu and shape.hosts > 1:
-            first = rank - rank % shape.hosts
-            peers = ",".join(f"{h}.{service}" for h in hostnames[first:first + shape.hosts])
-            env = [{"name": "TPU_WORKER_HOSTNAMES", "value": peers},
-                   {"name": "TPU_WORKER_ID", "value": str(rank % shape.hosts)}]
         spec: dict[str, Any] = {
             "hostname": host, "subdomain": service, "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 30,
