@@ -409,6 +409,7 @@ def _run(
         info, spec, on_output=log_bytes,
         on_line=None if log_bytes is not None else reporter.log_line,
         rerun_setup=opts.rerun_setup, detach=opts.detach, on_start=recorder.started,
+        on_wait=lambda text: reporter.stage("boot", text),
     )
     if opts.detach and result.status == "RUNNING":
         from skyc.runtime.watch import start_watcher

@@ -193,7 +193,8 @@ def _run_on_cluster(cluster: str, info: ClusterInfo, task: Task, spec: JobSpec, 
         try:
             result = run_job(info, spec, on_output=write_output, rerun_setup=rerun_setup,
                              detach=detach, hold_lock=True,
-                             on_start=recorder.started if recorder else None)
+                             on_start=recorder.started if recorder else None,
+                             on_wait=_announce)
         except KeyboardInterrupt:
             raise interrupted(cluster, recorder.job_id if recorder else None) from None
         if recorder is not None:

@@ -408,7 +408,8 @@ class Controller:
         try:
             with StateDB() as db:
                 recorder = JobRecorder(db, info.name, spec.name)
-                result = run_job(info, spec, detach=True, on_start=recorder.started)
+                result = run_job(info, spec, detach=True, on_start=recorder.started,
+                                 on_wait=lambda text: self.reporter.stage("boot", text))
                 recorder.finished(result)
         finally:
             stop.set()

@@ -118,6 +118,10 @@ def bring_up(settings: JobsControllerConfig, reporter: LaunchReporter, *,
                                   hint=exc.hint) from None
         with StateDB() as db:
             db.add_event(name, "jobs-controller", "the managed-jobs controller cluster")
+    from skyc.runtime import wait_for_boot
+
+    # A node just created boots for minutes: wait for it (provision.boot_timeout).
+    wait_for_boot(info, on_wait=lambda text: reporter.stage("boot", text))
     reporter.stage("jobs controller", f"installing skyc on cluster {name}")
     run_sync(_install_once(head_transport(info), python_for(head(info))))
     return info

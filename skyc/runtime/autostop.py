@@ -24,6 +24,8 @@ from typing import Any
 
 from skyc.errors import RuntimeAgentError, UnsupportedFeature
 from skyc.model.nodes import ClusterInfo
+from skyc.runtime.boot import run_waiting
+from skyc.runtime.boot_record import BootWait, WaitCallback, plan_boot
 from skyc.runtime.jobs import CONNECT_TIMEOUT
 from skyc.runtime.session import ClusterSession
 
@@ -54,9 +56,9 @@ def plan_autostop(info: ClusterInfo, *, down: bool, stop_start: bool,
 
 
 async def _each(info: ClusterInfo, every_node: bool, args: str,
-                payload: bytes | None) -> list[dict[str, Any]]:
+                payload: bytes | None, boot: BootWait | None = None) -> list[dict[str, Any]]:
     async with ClusterSession(info, num_nodes=None if every_node else 1) as session:
-        await session.open(CONNECT_TIMEOUT)
+        await session.open(CONNECT_TIMEOUT, boot=boot)
 
         async def one(agent: Any) -> dict[str, Any]:
             res = await agent.call(args, stdin=payload, timeout=60)
@@ -71,11 +73,15 @@ async def _each(info: ClusterInfo, every_node: bool, args: str,
 
 
 def set_autostop(info: ClusterInfo, plan: AutostopPlan, *, idle_minutes: float,
-                 down: bool, wait_for: str | None = None) -> None:
-    """Start (or replace) the autostop daemon on the nodes."""
+                 down: bool, wait_for: str | None = None,
+                 on_wait: WaitCallback | None = None) -> None:
+    """Start (or replace) the autostop daemon on the nodes (new nodes are waited for as
+    by :func:`skyc.runtime.run_job`, with progress to ``on_wait``)."""
     spec = {"idle_seconds": max(0.0, idle_minutes * 60.0), "wait_for": wait_for,
             "down": down, "action": plan.action}
-    asyncio.run(_each(info, plan.every_node, "autostop set", json.dumps(spec).encode()))
+    boot = plan_boot(info, on_wait)
+    run_waiting(_each(info, plan.every_node, "autostop set", json.dumps(spec).encode(), boot),
+                boot)
 
 
 def cancel_autostop(info: ClusterInfo) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 
 from skyc.errors import RuntimeAgentError, SkycError
 from skyc.model.nodes import ClusterInfo
+from skyc.runtime.boot import run_waiting
+from skyc.runtime.boot_record import BootWait, WaitCallback, plan_boot
 from skyc.runtime.jobs import CONNECT_TIMEOUT, best_effort_cancel
 from skyc.runtime.logs import (
     LineCallback,
@@ -184,13 +186,31 @@ def stop_all_jobs(cluster: ClusterInfo, timeout: float = 10.0) -> dict[str, list
     return asyncio.run(_stop_all(cluster, timeout))
 
 
-async def _wait(cluster: ClusterInfo, timeout: float) -> dict[str, dict[str, Any]]:
+async def _boot(cluster: ClusterInfo, boot: BootWait) -> None:
     async with ClusterSession(cluster) as session:
-        await session.open(timeout, facts=True)
+        await session.connect(CONNECT_TIMEOUT, boot)
+
+
+def wait_for_boot(cluster: ClusterInfo, *, on_wait: WaitCallback | None = None) -> None:
+    """Wait for the cluster's new nodes (just applied or started) as :func:`run_job`
+    does before a job: up to ``provision.boot_timeout``, with progress to ``on_wait``;
+    returns at once when no node is new. For an apply that runs no job."""
+    boot = plan_boot(cluster, on_wait)
+    if boot is not None:
+        run_waiting(_boot(cluster, boot), boot)
+
+
+async def _wait(cluster: ClusterInfo, boot: BootWait | None) -> dict[str, dict[str, Any]]:
+    async with ClusterSession(cluster) as session:
+        await session.open(CONNECT_TIMEOUT, facts=True, boot=boot)
         return dict(session.facts)
 
 
-def wait_for_nodes(cluster: ClusterInfo, timeout: float = 300.0) -> dict[str, dict[str, Any]]:
-    """Wait until every node accepts connections and runs the agent; returns node facts
+def wait_for_nodes(cluster: ClusterInfo, timeout: float | None = None, *,
+                   on_wait: WaitCallback | None = None) -> dict[str, dict[str, Any]]:
+    """Wait until every node accepts connections, has booted (a cloud VM: skyc's
+    bootstrap has finished) and runs the agent, each for up to ``timeout`` s (default:
+    ``provision.boot_timeout``), with progress to ``on_wait``; returns node facts
     (detected accelerators, Python version) by node name."""
-    return asyncio.run(_wait(cluster, timeout))
+    boot = plan_boot(cluster, on_wait, timeout=timeout, every_node=True)
+    return run_waiting(_wait(cluster, boot), boot)

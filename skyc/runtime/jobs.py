@@ -16,6 +16,8 @@ from typing import Any
 
 from skyc.errors import RuntimeAgentError, SkycError
 from skyc.model.nodes import ClusterInfo
+from skyc.runtime.boot import run_waiting
+from skyc.runtime.boot_record import BootWait, WaitCallback, plan_boot
 from skyc.runtime.environment import node_env
 from skyc.runtime.logs import (
     JobLog,
@@ -30,6 +32,8 @@ from skyc.runtime.spec import JobResult, JobSpec, NodeResult
 from skyc.runtime.sync import SyncCache, id_probes, sync_tree
 
 WORKDIR_TARGET = "~/sky_workdir"
+# How long a node of a running cluster has to answer. New nodes (just applied or
+# started) have provision.boot_timeout instead: see skyc.runtime.boot_record.
 CONNECT_TIMEOUT = 60.0
 STOP_GRACE = 20.0
 ALLOCATE_LOCK_TIMEOUT = 120.0
@@ -124,9 +128,9 @@ def _allocation_lock(cluster: str, hold: bool) -> Iterator[None]:
 async def _run_job(cluster: ClusterInfo, spec: JobSpec, sinks: tuple[
         LineCallback | None, OutputCallback | None], rerun_setup: bool, detach: bool,
                    log_dir: Path | None, on_start: StartCallback | None,
-                   hold_lock: bool) -> JobResult:
+                   hold_lock: bool, boot: BootWait | None) -> JobResult:
     session = ClusterSession(cluster, num_nodes=spec.num_nodes)
-    await session.connect(CONNECT_TIMEOUT)
+    await session.connect(CONNECT_TIMEOUT, boot)
     try:
         name = spec.name or "job"
         # One round trip to each node: the agent is there, which trees it holds, and on
@@ -223,6 +227,7 @@ def run_job(
     log_dir: Path | None = None,
     on_start: StartCallback | None = None,
     hold_lock: bool = False,
+    on_wait: WaitCallback | None = None,
 ) -> JobResult:
     """Sync the workdir and file mounts, run setup (when changed), then run, on the first
     ``spec.num_nodes`` nodes (all by default).
@@ -235,6 +240,13 @@ def run_job(
     is called as soon as the job has its id. With ``hold_lock`` the id is allocated under
     the cluster's shared lock (so not while the cluster is being destroyed). A failed job
     is returned with ``status`` FAILED / FAILED_SETUP; ``raise_for_status()`` raises.
+
+    Nodes new since the cluster was applied or started are waited for up to
+    ``provision.boot_timeout`` (SSH, then the bootstrap's marker on a cloud's VMs), with
+    a line of progress per waiting node to ``on_wait``; a node that does not come up,
+    or Ctrl-C meanwhile, raises an error saying which and how to retry or take the
+    cluster down. Other nodes have ``CONNECT_TIMEOUT`` s.
     """
-    return asyncio.run(_run_job(cluster, spec, (on_line, on_output), rerun_setup, detach,
-                                log_dir, on_start, hold_lock))
+    boot = plan_boot(cluster, on_wait)
+    return run_waiting(_run_job(cluster, spec, (on_line, on_output), rerun_setup, detach,
+                                log_dir, on_start, hold_lock, boot), boot)

@@ -7,12 +7,15 @@ import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skyc.errors import TransportError
 from skyc.model.nodes import ClusterInfo, Node
 from skyc.runtime.remote import NodeAgent, local_python
 from skyc.runtime.transport import LocalTransport, Transport
+
+if TYPE_CHECKING:
+    from skyc.runtime.boot_record import BootWait
 
 
 def node_phase_log(node: Node, job_id: int, phase: str) -> Path | None:
@@ -58,9 +61,14 @@ class ClusterSession:
     def head(self) -> NodeAgent:
         return self.agents[0]
 
-    async def open(self, timeout: float, *, facts: bool = False) -> None:
-        """Connect to every node (retrying up to ``timeout`` s) and make sure the agent is
-        there; with ``facts``, also collect each node's facts (accelerators, Python)."""
+    async def open(self, timeout: float, *, facts: bool = False,
+                   boot: BootWait | None = None) -> None:
+        """Connect to every node (retrying up to ``timeout`` s; new nodes as ``boot``
+        says) and make sure the agent is there; with ``facts``, also collect each
+        node's facts (accelerators, Python)."""
+        if boot is not None:
+            await self.connect(timeout, boot)
+
         async def one(agent: NodeAgent) -> None:
             await agent.transport.connect(timeout)
             if facts:
@@ -71,8 +79,18 @@ class ClusterSession:
         results = await asyncio.gather(*(one(a) for a in self.agents), return_exceptions=True)
         await self._raise_first(results)
 
-    async def connect(self, timeout: float) -> None:
-        """Connect to every node (retrying up to ``timeout`` s); see :meth:`ensure`."""
+    async def connect(self, timeout: float, boot: BootWait | None = None) -> None:
+        """Connect to every node (retrying up to ``timeout`` s; the new nodes ``boot``
+        names up to its own timeout, until they have booted); see :meth:`ensure`."""
+        if boot is not None:
+            from skyc.runtime.boot import boot_all
+
+            try:
+                await boot_all(self.agents, boot, timeout)
+            except BaseException:
+                await asyncio.shield(self.close())
+                raise
+            return
         results = await asyncio.gather(*(a.transport.connect(timeout) for a in self.agents),
                                        return_exceptions=True)
         await self._raise_first(results)

@@ -13,6 +13,7 @@ import contextlib
 import re
 import shlex
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,33 @@ DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa", "ssh_key")
 PREFERRED_CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
                      "chacha20-poly1305@openssh.com", "aes128-ctr", "aes256-ctr"]
 _TOKEN = re.compile(r"%([hpr%])")  # OpenSSH's ProxyCommand tokens that skyc fills in
+# Pauses between connection attempts to a node that does not answer: short, so a node
+# whose sshd starts listening is reached within about a second.
+RETRY_FIRST_S = 0.25
+RETRY_MAX_S = 1.0
+MIN_ATTEMPT_S = 1.0  # the shortest time one attempt is given, even past the deadline
+
+RetryCallback = Callable[[str], None]  # (why the last attempt failed)
+
+
+class Unreachable(Exception):
+    """The node did not answer before the deadline (not a SkycError: the callers of
+    :meth:`SshTransport.reach` turn it into one that says what they waited for)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def why_unreachable(exc: BaseException) -> str:
+    """A failed attempt in a few words: connection refused, timed out, no route to host."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "timed out"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    return str(exc) or type(exc).__name__
 
 
 def host_pattern(host: str, port: int) -> str:
@@ -80,7 +108,7 @@ class SshTransport:
         via = " via its proxy command" if n.proxy_command else ""
         return f"{n.user + '@' if n.user else ''}{n.host}:{n.port}{via}"
 
-    async def _connect_once(self) -> Any:
+    async def _connect_once(self, timeout: float) -> Any:
         import asyncssh
 
         n = self.node
@@ -92,7 +120,7 @@ class SshTransport:
             "client_keys": client_keys(n, self.workspace),
             "known_hosts": str(self.known_hosts) if pinned else None,
             "keepalive_interval": 5, "keepalive_count_max": 3,
-            "connect_timeout": self.connect_timeout,
+            "connect_timeout": timeout,
             # AES-GCM first: hardware-accelerated, the fastest for bulk transfers
             "encryption_algs": PREFERRED_CIPHERS,
         }
@@ -118,31 +146,72 @@ class SshTransport:
         return conn
 
     async def connect(self, timeout: float) -> None:
-        """Connect, retrying with backoff while the node boots, for up to ``timeout`` s."""
+        """Connect, retrying while the node does not answer, for up to ``timeout`` s.
+        A key the server refuses is an error at once (see :meth:`reach`)."""
+        try:
+            await self.reach(time.monotonic() + timeout)
+        except Unreachable as exc:
+            raise TransportError(f"node {self.node.name} ({self._target}): cannot connect "
+                                 f"over SSH: {exc.reason}") from None
+
+    async def reach(self, deadline: float, *, auth_grace: float = 0.0,
+                    on_retry: RetryCallback | None = None) -> None:
+        """Connect before ``deadline`` (a ``time.monotonic()`` value), retrying what a
+        node that is not up yet answers (refused, timed out, no route, dropped) every
+        second at most, so a server that starts listening is reached within a second.
+
+        Raises :class:`Unreachable` when the deadline passes, TransportError at once for
+        what waiting does not fix (a changed host key, no key), and for a refused key
+        once it has been refused for ``auth_grace`` s (a booting node may take its key
+        a little after its sshd starts). ``on_retry(reason)`` is called before each
+        pause."""
         import asyncssh
 
         if self._conn is not None:
             return
-        deadline = time.monotonic() + timeout
-        delay = 0.5
+        delay = RETRY_FIRST_S
+        refused_since: float | None = None
         while True:
+            remaining = deadline - time.monotonic()
             try:
-                self._conn = await self._connect_once()
+                self._conn = await self._connect_once(
+                    max(MIN_ATTEMPT_S, min(self.connect_timeout, remaining)))
                 return
             except asyncssh.HostKeyNotVerifiable as exc:
-                raise TransportError(
-                    f"node {self.node.name} ({self._target}): host key does not match the key "
-                    f"pinned in {self.known_hosts}: {exc}",
-                    hint="if the node was re-created on purpose, remove its line from that "
-                    "file and retry; otherwise someone may be intercepting the connection",
-                ) from None
+                raise self._key_changed(exc) from None
+            except asyncssh.PermissionDenied as exc:
+                now = time.monotonic()
+                refused_since = now if refused_since is None else refused_since
+                if now - refused_since >= auth_grace or now >= deadline:
+                    raise self._key_refused(exc) from None
+                reason = "the server does not accept the key yet"
             except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
-                if time.monotonic() + delay > deadline:
-                    raise TransportError(
-                        f"node {self.node.name} ({self._target}): cannot connect over SSH: "
-                        f"{exc or type(exc).__name__}") from None
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                refused_since = None
+                reason = why_unreachable(exc)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Unreachable(reason)
+            if on_retry is not None:
+                on_retry(reason)
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, RETRY_MAX_S)
+
+    def _key_changed(self, exc: Exception) -> TransportError:
+        return TransportError(
+            f"node {self.node.name} ({self._target}): host key does not match the key "
+            f"pinned in {self.known_hosts}: {exc}",
+            hint="if the node was re-created on purpose, remove its line from that "
+            "file and retry; otherwise someone may be intercepting the connection",
+        )
+
+    def _key_refused(self, exc: Exception) -> TransportError:
+        keys = ", ".join(client_keys(self.node, self.workspace))
+        return TransportError(
+            f"node {self.node.name} ({self._target}): the SSH server refused the key "
+            f"({keys}): {exc}",
+            hint="check that the node's identity_file is the key whose public half is in "
+            "the user's ~/.ssh/authorized_keys on the node (and the user name is right)",
+        )
 
     async def run(
         self,

@@ -68,6 +68,12 @@ def _install_key(state: Path, address: str) -> None:
             fh.write(pairs[0]["PublicKey"].strip() + "\n")
         shutil.chown(keys, cloud["user"], cloud["user"])
         keys.chmod(0o600)
+        # ... and skyc's bootstrap's last act (the instance's user data): its marker.
+        ready = keys.parent.parent / ".skyc" / "ready"
+        ready.parent.mkdir(mode=0o700, exist_ok=True)
+        ready.touch()
+        for path in (ready.parent, ready):
+            shutil.chown(path, cloud["user"], cloud["user"])
         return
 
 

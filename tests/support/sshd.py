@@ -1,9 +1,11 @@
 """Real OpenSSH servers on loopback addresses, one Unix user (own home) per node.
 
 Each node gets its own ``sshd -D`` with its own config, host key and pid file,
-listening on 127.0.0.<2+i>. Needs root (useradd, sshd) and /usr/sbin/sshd;
-tests skip with a reason otherwise. Everything is removed at teardown: the
-sshd processes and every process of the node users (ended by pid), then the users.
+listening on 127.0.0.<2+i>. Nodes named in ``held`` get everything but a running
+sshd (a machine still booting): :meth:`SshdCluster.launch` starts it later, or never.
+Needs root (useradd, sshd) and /usr/sbin/sshd; tests skip with a reason otherwise.
+Everything is removed at teardown: the sshd processes and every process of the node
+users (ended by pid), then the users.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,8 +110,10 @@ class SshNode:
 class SshdCluster:
     """N sshd nodes plus a client key in a cluster workspace."""
 
-    def __init__(self, root: Path, count: int, home_root: Path = Path("/home")) -> None:
+    def __init__(self, root: Path, count: int, home_root: Path = Path("/home"), *,
+                 held: Collection[int] = ()) -> None:
         self.root = root
+        self.held = frozenset(held)  # indexes of the nodes whose sshd start() leaves off
         self.home_root = home_root
         self.workspace = root / "workspace"
         self.workspace.mkdir(parents=True, exist_ok=True)
@@ -140,10 +145,25 @@ class SshdCluster:
                            self.root / f"sshd_{i}.conf", self.root / f"host_key_{i}")
             self.nodes.append(node)
             self.new_host_key(node)
-            self._launch(node)
+            if i not in self.held:
+                self._launch(node)
         for node in self.nodes:
-            self._wait_listening(node)
+            if node.index not in self.held:
+                self._wait_listening(node)
         return self
+
+    def launch(self, node: SshNode) -> float:
+        """Start a held node's sshd; returns the ``time.monotonic()`` at which it
+        listens."""
+        self._launch(node)
+        self._wait_listening(node, poll=0.005)
+        return time.monotonic()
+
+    def launch_later(self, node: SshNode, delay: float) -> LateLaunch:
+        """Start a held node's sshd ``delay`` s from now, in a thread (see LateLaunch)."""
+        late = LateLaunch(self, node, delay)
+        late.start()
+        return late
 
     def new_host_key(self, node: SshNode) -> None:
         for path in (node.host_key, node.host_key.with_suffix(".pub")):
@@ -171,13 +191,13 @@ class SshdCluster:
         node.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(node.config)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    def _wait_listening(self, node: SshNode) -> None:
+    def _wait_listening(self, node: SshNode, poll: float = 0.05) -> None:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with socket.socket() as s:
                 if s.connect_ex((node.host, node.port)) == 0:
                     return
-            time.sleep(0.05)
+            time.sleep(poll)
         raise RuntimeError(f"sshd on {node.host}:{node.port} did not start")
 
     def restart(self, node: SshNode) -> None:
@@ -220,12 +240,31 @@ class SshdCluster:
             subprocess.run(["userdel", "-r", "-f", node.user], capture_output=True)
 
 
-def sshd_cluster(root: Path, count: int) -> Iterator[SshdCluster]:
-    """Body of a pytest fixture: yields a started cluster and tears it down."""
+class LateLaunch(threading.Thread):
+    """Starts a held node's sshd after a delay; ``listening`` is when it listened (a
+    ``time.monotonic()`` value, set once :meth:`join` returns)."""
+
+    def __init__(self, cluster: SshdCluster, node: SshNode, delay: float) -> None:
+        super().__init__(daemon=True)
+        self.cluster, self.node, self.delay = cluster, node, delay
+        self.cancelled = threading.Event()
+        self.listening: float | None = None
+
+    def run(self) -> None:
+        if not self.cancelled.wait(self.delay):
+            self.listening = self.cluster.launch(self.node)
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+
+def sshd_cluster(root: Path, count: int, *, held: Collection[int] = ()) -> Iterator[SshdCluster]:
+    """Body of a pytest fixture: yields a started cluster and tears it down (``held``:
+    the nodes whose sshd is left for the test to start, see SshdCluster)."""
     reason = sshd_unavailable()
     if reason:
         pytest.skip(reason)
-    cluster = SshdCluster(root, count)
+    cluster = SshdCluster(root, count, held=held)
     try:
         yield cluster.start()
     finally:
