@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from skyc.compiler.gcp.machines import bundles_local_ssd
+
 pytest.importorskip("pulumi_gcp", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
 
 from skyc.compiler.gcp.outputs import nodes
@@ -141,7 +143,10 @@ def test_vms(name: str, tmp_path: Path) -> None:
         assert (interface["network"], interface["subnetwork"]) == ("network-id", "subnetwork-id")
         assert interface["accessConfigs"] == [{"networkTier": "PREMIUM"}]
         spot = inputs["scheduling"]["provisioningModel"] == "SPOT"
-        assert inputs.get("desiredStatus") == (None if spot else "RUNNING")  # skyc stop/start
+        # skyc stop/start: not for spot VMs, nor for types that bundle local SSD (GCP
+        # wants discard-local-ssd on stop, which the provider cannot pass)
+        stoppable = not spot and not bundles_local_ssd(want["machineType"])
+        assert inputs.get("desiredStatus") == ("RUNNING" if stoppable else None)
         gpu = want["image"] in (DLVM, DLVM_570)
         assert (inputs["metadata"].get("install-nvidia-driver") == "True") == gpu
         reservations = want.get("reservations")
@@ -197,3 +202,12 @@ def test_vm_outputs_become_nodes(tmp_path: Path) -> None:
     found = nodes("c", outputs, config=SkycConfig(), workspace=tmp_path)
     assert [(n.name, n.ip, n.host) for n in found] == [
         ("head", "10.0.0.2", "34.1.1.1"), ("worker1", "10.0.0.3", "10.0.0.3")]
+
+
+@pytest.mark.parametrize(("machine", "bundled"), [
+    ("a3-highgpu-8g", True), ("a3-ultragpu-8g", True), ("a3-ultragpu-8g-nolssd", False),
+    ("a4-highgpu-8g", True), ("a2-ultragpu-8g", True), ("a2-highgpu-8g", False),
+    ("g2-standard-8", False), ("n4-standard-8", False),
+])
+def test_which_types_bundle_local_ssd(machine: str, bundled: bool) -> None:
+    assert bundles_local_ssd(machine) is bundled

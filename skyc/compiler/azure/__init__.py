@@ -25,7 +25,10 @@ def _record() -> Any:
             multi_node=True,
             placement_groups=True,
             open_ports=True,
-            stop_start=True,
+            # No power handling yet: a stopped Azure VM must be deallocated (a guest
+            # shutdown leaves it "Stopped (allocated)" and billed in full), so stop and
+            # autostop-stop are refused and autostop tears the cluster down instead.
+            stop_start=False,
             custom_images=True,
             needs_providers=True,
             max_nodes=200,  # an availability set (one InfiniBand fabric) holds at most 200 VMs

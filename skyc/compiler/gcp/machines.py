@@ -116,6 +116,19 @@ def compact_placement(machine_type: str, num_nodes: int) -> bool:
     return 1 < num_nodes <= family(machine_type).compact_max_vms
 
 
+@lru_cache(maxsize=1)
+def _local_ssd_prefixes() -> tuple[str, ...]:
+    return tuple(row["prefix"] for row in _rows("gcp_local_ssd.csv"))
+
+
+def bundles_local_ssd(machine_type: str) -> bool:
+    """Whether the machine type comes with local SSD. Such a VM cannot be stopped
+    through the provider: GCP wants ``discard-local-ssd`` on stop, which neither
+    Terraform's nor Pulumi's google provider passes (terraform-provider-google#26173)."""
+    return (machine_type.startswith(_local_ssd_prefixes())
+            and not machine_type.endswith("-nolssd"))
+
+
 def live_migration(machine_type: str) -> bool:
     return family(machine_type).live_migration
 

@@ -139,7 +139,10 @@ def add_instances(stack: Stack, site: Site, placement: Placement,
         "metadata": metadata, "labels": site.labels, "tags": [site.tag],
         "allow_stopping_for_update": True,
     }
-    if not placement.use_spot:
+    # Spot VMs and types with local SSD are created and deleted only (see
+    # machines.bundles_local_ssd): without the power input, stop and autostop-stop are
+    # refused for them and autostop with down is offered.
+    if not placement.use_spot and not machines.bundles_local_ssd(machine):
         shared["desired_status"] = Var(name=POWER_VARIABLE)
         stack.variables[POWER_VARIABLE] = Variable(
             description="RUNNING or TERMINATED (stopped): the nodes' power state "
