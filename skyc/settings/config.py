@@ -161,6 +161,10 @@ class SkycConfig(_Model):
     gcp: GcpConfig = _section(GcpConfig)
     jobs: JobsConfig = _section(JobsConfig)
     provision: ProvisionConfig = _section(ProvisionConfig)
+    # Who the clusters this config creates belong to (default user@host): recorded with a
+    # cluster when it is created, and hashed into its names on the cloud.
+    user: str | None = Field(default=None, min_length=1, max_length=128,
+                             pattern=r"^[A-Za-z0-9._@+-]+$")
 
 
 def load_config(path: Path | None = None) -> SkycConfig:
