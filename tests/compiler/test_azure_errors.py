@@ -197,3 +197,66 @@ def test_without_a_placement_the_cloud_is_named() -> None:
     error = classify(_diagnostics(FIXTURES / "ZonalAllocationFailed.jsonl"), None)
     assert error is not None and error.message.startswith("azure: ZonalAllocationFailed")
     assert error.failure.region is None
+
+
+# Public IP addresses count per region and subscription (Azure's networking limits):
+# the next region has its own. ARM's text, in the shapes it reaches the engines in:
+# azure-native's, the network provider's BadRequest around the real error's JSON body
+# (escaped, inside a deployment's details), and the Azure SDK's ``ERROR CODE:`` form.
+_PUBLIC_IP = "Cannot create more than 20 public IP addresses for this subscription in this region."
+_PUBLIC_IP_TEXTS = {
+    "azure-native": f'Status=400 Code="PublicIPCountLimitReached" Message="{_PUBLIC_IP}" '
+                    "Details=[]",
+    "deployment-bad-request": (
+        'Code="DeploymentFailed" Message="At least one resource deployment operation failed. '
+        'Please list deployment operations for details." Details=[{"code":"BadRequest",'
+        '"message":"{\\r\\n  \\"error\\": {\\r\\n    \\"code\\": \\"PublicIPCountLimitReached\\",'
+        f'\\r\\n    \\"message\\": \\"{_PUBLIC_IP}\\",'
+        '\\r\\n    \\"details\\": []\\r\\n  }\\r\\n}"}]'),
+    "sdk": ("(PublicIPCountLimitReached) " + _PUBLIC_IP + "\nCode: PublicIPCountLimitReached\n"
+            "Message: " + _PUBLIC_IP + "\nERROR CODE: PublicIPCountLimitReached\n"
+            '{"error": {"code": "PublicIPCountLimitReached", "message": "' + _PUBLIC_IP + '"}}'),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_PUBLIC_IP_TEXTS))
+def test_the_public_ip_quota_blocks_the_region(shape: str) -> None:
+    error = classify([_diag(_PUBLIC_IP_TEXTS[shape])], ON_DEMAND)
+    assert error is not None
+    assert (error.code, error.scope, error.retryable) == ("PublicIPCountLimitReached",
+                                                          "region", True)
+    assert blocked_scope(ON_DEMAND, error) == Blocked(cloud="azure", region="eastus2")
+    assert error.message == (f"azure/eastus2/2: PublicIPCountLimitReached (quota of public IP "
+                             f"addresses): {_PUBLIC_IP}")
+    assert error.hint == ("request more public IP addresses in eastus2 (portal: Quotas, "
+                          "Networking), or delete unused ones")
+
+
+def test_a_bad_request_that_names_only_the_limit_is_the_quota() -> None:
+    text = ('Status=400 Code="BadRequest" Message="Cannot create more than 3 public IP '
+            'addresses for this subscription in this region."')
+    error = classify([_diag(text)], ON_DEMAND)
+    assert error is not None and (error.code, error.scope) == ("PublicIPCountLimitReached",
+                                                               "region")
+    plain = classify([_diag('Status=400 Code="BadRequest" Message="Bad value."')], ON_DEMAND)
+    assert plain is not None and (plain.code, plain.retryable) == ("BadRequest", False)
+
+
+def test_other_network_count_limits_block_the_region_and_are_named() -> None:
+    text = ('Status=400 Code="StaticPublicIPCountLimitReached" Message="Cannot create more '
+            "than 20 public IP addresses with static allocation method for this subscription "
+            'in this region."')
+    error = classify([_diag(text)], ON_DEMAND)
+    assert error is not None and (error.scope, error.retryable) == ("region", True)
+    assert "(quota of static public IP addresses)" in error.message
+    odd = classify([_diag('Status=400 Code="NetworkWatcherCountLimitReached" Message="x"')],
+                   ON_DEMAND)
+    assert odd is not None and "(quota of NetworkWatcher)" in odd.message
+
+
+def test_a_core_quota_in_other_words_still_blocks_the_region() -> None:
+    text = ('Status=409 Code="OperationNotAllowed" Message="The operation could not be '
+            'completed as it results in exceeding the approved quota for the subscription."')
+    error = classify([_diag(text)], ON_DEMAND)
+    assert error is not None and (error.scope, error.retryable) == ("region", True)
+    assert error.hint == "request a quota increase in eastus2 (portal: Quotas)"

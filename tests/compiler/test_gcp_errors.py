@@ -161,3 +161,73 @@ def test_rate_limits_and_server_errors_try_the_same_placement_again(text: str,
     error = classify([Diagnostic(engine="terraform", summary=text)], PLACEMENT)
     assert error is not None and error.code == code
     assert (error.scope, error.retryable) == ("placement", True)
+
+
+# The project's network quotas count every region of the project (GCP's "global"
+# quotas): another region hits the same limit, so failover leaves GCP. The first two
+# texts are the provider's two forms (a failed operation, a refused insert) and the
+# third gcloud's, as GCP words them; the others are GCP's error shapes (the metric
+# lines of an operation error, a JSON body's ErrorInfo details) with the message
+# left out, so that only the metric or the details name the place.
+_NETWORK_OPERATION = (
+    "Error waiting to create Network: Error waiting for Creating Network: Quota 'NETWORKS' "
+    "exceeded.  Limit: 15.0 globally.\n\tmetric name = compute.googleapis.com/networks\n"
+    "\tlimit name = NETWORKS-per-project\n\tdimensions = map[global:global]")
+_FIREWALL_INSERT = (
+    "Error creating Firewall: googleapi: Error 403: Quota 'FIREWALLS' exceeded.  Limit: 200.0 "
+    "globally., quotaExceeded")
+_SUBNETWORK_JSON = (
+    'Error creating Subnetwork: googleapi: Error 403: {"error": {"code": 403, "errors": '
+    '[{"domain": "usageLimits", "reason": "quotaExceeded"}], "details": [{"@type": '
+    '"type.googleapis.com/google.rpc.ErrorInfo", "reason": "QUOTA_EXCEEDED", "domain": '
+    '"compute.googleapis.com", "metadata": {"quota_metric": '
+    '"compute.googleapis.com/subnetworks", "quota_limit": "SUBNETWORKS-per-project", '
+    '"quota_limit_value": "100"}}]}}')
+_NETWORK_GCLOUD = "Could not fetch resource:\n - Quota 'NETWORKS' exceeded. Limit: 75.0"
+_ROUTES_METRIC_ONLY = (
+    "Error waiting to create Route: Error waiting for Creating Route: QUOTA_EXCEEDED\n"
+    "\tmetric name = compute.googleapis.com/routes\n\tlimit name = ROUTES-per-project")
+_ADDRESSES_IN_REGION = (
+    "Error waiting for instance to create: Quota 'IN_USE_ADDRESSES' exceeded.  Limit: 8.0 in "
+    "region us-central1.\n\tmetric name = compute.googleapis.com/in_use_addresses\n"
+    "\tdimensions = map[region:us-central1]")
+_CPUS_BY_LOCATION = (
+    'googleapi: Error 403: {"error": {"code": 403, "errors": [{"domain": "usageLimits", '
+    '"reason": "quotaExceeded"}], "details": [{"@type": '
+    '"type.googleapis.com/google.rpc.ErrorInfo", "reason": "QUOTA_EXCEEDED", "metadata": '
+    '{"quota_metric": "compute.googleapis.com/cpus", "quota_location": "us-central1"}}]}}')
+
+
+@pytest.mark.parametrize(("text", "scope", "named"), [
+    (_NETWORK_OPERATION, "cloud", "quota NETWORKS globally"),
+    (_FIREWALL_INSERT, "cloud", "quota FIREWALLS globally"),
+    (_SUBNETWORK_JSON, "cloud", "quota SUBNETWORKS (project-wide)"),
+    (_NETWORK_GCLOUD, "cloud", "quota NETWORKS (project-wide)"),
+    (_ROUTES_METRIC_ONLY, "cloud", "quota ROUTES (project-wide)"),
+    (_ADDRESSES_IN_REGION, "region", "quota IN_USE_ADDRESSES in region us-central1"),
+    (_CPUS_BY_LOCATION, "region", "quota CPUS in region us-central1"),
+], ids=["network-operation", "firewall-insert", "subnetwork-json", "network-gcloud",
+        "routes-metric-only", "addresses-in-region", "cpus-by-location"])
+def test_quotas_block_where_they_count(text: str, scope: str, named: str) -> None:
+    error = classify([Diagnostic(engine="pulumi", summary=text, address="urn:x")], PLACEMENT)
+    assert error is not None
+    assert (error.code, error.scope, error.retryable) == ("QUOTA_EXCEEDED", scope, True)
+    assert f"QUOTA_EXCEEDED: {named}: " in error.message
+
+
+def test_a_network_quota_hint_says_it_counts_the_whole_project() -> None:
+    diag = Diagnostic(engine="terraform", summary=_NETWORK_OPERATION,
+                      address="google_compute_network.main")
+    error = classify([diag], PLACEMENT)
+    assert error is not None and error.hint is not None
+    assert "metric=compute.googleapis.com/networks" in error.hint
+    assert "every region of the project" in error.hint
+    gpus = classify(diagnostics(FIXTURES / "QUOTA_EXCEEDED.nvidia-a100.jsonl"), PLACEMENT)
+    assert gpus is not None and gpus.hint is not None and "(NVIDIA_A100_GPUS)" in gpus.hint
+
+
+def test_a_rate_limit_is_not_a_quota() -> None:
+    text = ("googleapi: Error 403: Quota exceeded for quota metric 'Queries' and limit "
+            "'Queries per minute' of service 'compute.googleapis.com', rateLimitExceeded")
+    error = classify([Diagnostic(engine="terraform", summary=text)], PLACEMENT)
+    assert error is not None and (error.code, error.scope) == ("RATE_LIMITED", "placement")

@@ -21,6 +21,7 @@ SkuNotAvailable                             zone/region  yes       (``zones '1'`
 SkuNotAvailable for a spot placement        region       yes       (no spot capacity in the region)
 SpotPriceGreaterThanProvidedMaxPrice        region       yes
 QuotaExceeded / OperationNotAllowed quota   region       yes       (family, regional or spot vCPUs)
+*CountLimitReached (PublicIP..., NICs)      region       yes       (network quotas: per region)
 AzureSpotIsNotSupportedForThisVMSize        cloud        yes       (the size has no spot anywhere)
 AzureSpotFeatureNotEnabledForSubscription   cloud        yes
 TooManyRequests, RetryableError, 5xx codes  placement    yes       (the same placement again)
@@ -30,7 +31,9 @@ bad parameters (image, size, template)      cloud        no
 
 ``InvalidTemplateDeployment`` and ``ResourceDeploymentFailure`` only wrap the
 real error: the inner code (or, when the wrapper names none, the inner
-message) decides.
+message) decides. So does the network provider's ``BadRequest``, whose message
+is often the real error's JSON body, escaped (``{\\"error\\": {\\"code\\":
+\\"PublicIPCountLimitReached\\", ...``): a code inside it wins over ``BadRequest``.
 
 A spot VM evicted while it is still being created carries no error code: Azure
 deletes it (eviction policy Delete) and later reads answer 404, so there is
@@ -40,7 +43,7 @@ nothing here to classify; the engine sees the resource vanish.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skyc.errors import ProvisionError, ProvisionFailure, Scope
@@ -83,7 +86,6 @@ _BAD_REQUEST = frozenset({
     "AzureSpotVMNotSupportedInAvailabilitySet", "MaxPriceValueInvalid",
     "PropertyChangeNotAllowed",
 })
-_QUOTA_CODES = frozenset({"QuotaExceeded", "OperationNotAllowed"})
 
 _CODE_PATTERNS = (
     re.compile(r'\bCode="([A-Za-z][\w.]*)"'),          # azure-native, autorest
@@ -104,6 +106,9 @@ _REGIONAL_QUOTA = re.compile(r"Total Regional Cores quota|quota limits? of Core"
 _NAMESPACE = re.compile(r"namespace '([\w.]+)'")
 _AADSTS = re.compile(r"\b(AADSTS\d+)\b")
 _CLI_LOGIN = re.compile(r"az login|Azure CLI", re.I)
+_ESCAPED_QUOTE = re.compile(r'\\+"')
+_PUBLIC_IP_LIMIT = re.compile(r"Cannot create more than \d+ public IP addresses", re.I)
+_ANY_QUOTA = re.compile(r"\bquota\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -115,10 +120,12 @@ class _Rule:
 
 
 def error_codes(text: str) -> list[str]:
-    """Every Azure error code in a diagnostic's text, outermost first."""
+    """Every Azure error code in a diagnostic's text, outermost first (codes in a JSON
+    body escaped inside a message too)."""
+    plain = _ESCAPED_QUOTE.sub('"', text)
     found: list[tuple[int, str]] = []
     for pattern in _CODE_PATTERNS:
-        found += [(m.start(), m.group(1)) for m in pattern.finditer(text)]
+        found += [(m.start(), m.group(1)) for m in pattern.finditer(plain)]
     codes: list[str] = []
     for _, code in sorted(found):
         if code not in codes:
@@ -131,7 +138,9 @@ def error_message(text: str) -> str:
     for pattern in _MESSAGE_PATTERNS:
         matches = pattern.findall(text)
         if matches:
-            return " ".join(matches[-1].replace('\\"', '"').split())
+            message: str = matches[-1].replace('\\"', '"')
+            inner = _MESSAGE_PATTERNS[0].findall(_ESCAPED_QUOTE.sub('"', message))
+            return " ".join((inner[-1] if inner else message).split())
     return " ".join(text.split())
 
 
@@ -141,12 +150,21 @@ def _inferred(text: str) -> str | None:
         return "SkuNotAvailable"
     if _FAMILY_QUOTA.search(text) or _SPOT_QUOTA.search(text) or _REGIONAL_QUOTA.search(text):
         return "QuotaExceeded"
+    if _PUBLIC_IP_LIMIT.search(text):
+        return "PublicIPCountLimitReached"
     if "Allocation failed" in text:
         return "AllocationFailed"
     return None
 
 
-def _quota_rule(code: str, text: str, region: str) -> _Rule | None:
+def _region(placement: Placement | None) -> str:
+    return (placement.region or "") if placement else ""
+
+
+def _quota_rule(code: str, text: str, placement: Placement | None) -> _Rule:
+    """A vCPU quota (family, regional or spot: each counts per region), or an
+    OperationNotAllowed that is no quota at all."""
+    region = _region(placement)
     where = f" in {region}" if region else ""
     if _SPOT_QUOTA.search(text):
         return _Rule("region", True, "spot (low-priority) vCPU quota",
@@ -158,62 +176,57 @@ def _quota_rule(code: str, text: str, region: str) -> _Rule | None:
     if _REGIONAL_QUOTA.search(text) or family:
         return _Rule("region", True, "regional vCPU quota",
                      f"request a regional vCPU quota increase{where} (portal: Quotas)")
-    if code == "QuotaExceeded":
-        return _Rule("region", True, "quota")
-    return None
+    if code == "QuotaExceeded" or _ANY_QUOTA.search(text):
+        return _Rule("region", True, "quota",
+                     f"request a quota increase{where} (portal: Quotas)")
+    return _Rule("cloud", False, "operation not allowed", _BAD_REQUEST_HINT)
+
+
+# What the network quotas count (Azure's networking limits are per region and
+# subscription); other ``*CountLimitReached`` codes are named by their code.
+_NETWORK_QUOTAS = {
+    "PublicIPCountLimitReached": "public IP addresses",
+    "StaticPublicIPCountLimitReached": "static public IP addresses",
+    "DynamicPublicIPCountLimitReached": "dynamic public IP addresses",
+}
+
+
+def _network_quota_rule(code: str, text: str, placement: Placement | None) -> _Rule:
+    """A network quota (public IPs, ...): per region and subscription, so another
+    region has its own."""
+    region = _region(placement)
+    where = f" in {region}" if region else " in the region"
+    thing = _NETWORK_QUOTAS.get(code, code.removesuffix("CountLimitReached"))
+    return _Rule("region", True, f"quota of {thing}",
+                 f"request more {thing}{where} (portal: Quotas, Networking), or delete "
+                 "unused ones")
+
+
+def _allocation_rule(code: str, text: str, placement: Placement | None) -> _Rule:
+    in_zone = bool(placement and placement.zone) and "in this zone" in text
+    return _Rule("zone" if in_zone else "region", True, "allocation failed")
+
+
+def _sku_rule(code: str, text: str, placement: Placement | None) -> _Rule:
+    if (placement and placement.use_spot) or "requested tier" in text:
+        return _Rule("region", True, "no spot capacity in the region")
+    zones = _ZONES.search(text)
+    if zones and zones.group(1).strip():
+        return _Rule("zone", True, "size not available in the zone")
+    return _Rule("region", True, "size not available in the region")
+
+
+def _registration_rule(code: str, text: str, placement: Placement | None) -> _Rule:
+    namespace = _NAMESPACE.search(text)
+    name = namespace.group(1) if namespace else "Microsoft.Compute"
+    return _Rule("cloud", False, f"subscription not registered for {name}",
+                 f"register the resource provider once: `az provider register "
+                 f"--namespace {name}` (and Microsoft.Network), then retry")
 
 
 # Transient: the same placement again (ARM's throttling and its retryable server errors).
 _TRANSIENT = frozenset({"TooManyRequests", "RetryableError", "InternalServerError",
                         "ServiceUnavailable", "GatewayTimeout", "InternalOperationError"})
-
-
-def _rule(code: str, text: str, placement: Placement | None) -> _Rule | None:
-    spot = bool(placement and placement.use_spot)
-    zonal = bool(placement and placement.zone)
-    region = (placement.region or "") if placement else ""
-    if code in _CAPACITY_ZONE:
-        return _Rule("zone", True, "no capacity in the zone")
-    if code in _CAPACITY_REGION:
-        return _Rule("region", True, "no capacity in the region")
-    if code == "AllocationFailed":
-        in_zone = zonal and "in this zone" in text
-        return _Rule("zone" if in_zone else "region", True, "allocation failed")
-    if code == "SkuNotAvailable":
-        zones = _ZONES.search(text)
-        if spot or "requested tier" in text:
-            return _Rule("region", True, "no spot capacity in the region")
-        if zones and zones.group(1).strip():
-            return _Rule("zone", True, "size not available in the zone")
-        return _Rule("region", True, "size not available in the region")
-    if code in _QUOTA_CODES:
-        quota = _quota_rule(code, text, region)
-        if quota is not None:
-            return quota
-        return _Rule("cloud", False, "operation not allowed", _BAD_REQUEST_HINT)
-    if code in _SPOT_NOWHERE:
-        return _Rule("cloud", True, "no spot for this size or subscription",
-                     "set use_spot: false, or pick another accelerator or size")
-    if code in _AUTH or code.startswith("AADSTS"):
-        return _Rule("cloud", False, "not authorized", _AUTH_HINT)
-    if code in _SUBSCRIPTION:
-        return _Rule("cloud", False, "subscription refused the request", _SUBSCRIPTION_HINT)
-    if code == _REGISTRATION:
-        namespace = _NAMESPACE.search(text)
-        name = namespace.group(1) if namespace else "Microsoft.Compute"
-        return _Rule("cloud", False, f"subscription not registered for {name}",
-                     f"register the resource provider once: `az provider register "
-                     f"--namespace {name}` (and Microsoft.Network), then retry")
-    if code in _MARKETPLACE:
-        return _Rule("cloud", False, "marketplace image refused",
-                     "accept the image's terms once: `az vm image terms accept --urn "
-                     "<publisher:offer:sku:version>`, or choose another image_id")
-    if code in _TRANSIENT:
-        return _Rule("placement", True, "throttled or a server error")
-    if code in _BAD_REQUEST or code.startswith("Invalid"):
-        return _Rule("cloud", False, "the request was refused", _BAD_REQUEST_HINT)
-    return None
-
 
 _AUTH_HINT = (
     "check the Azure login: run `az login` (and `az account set --subscription <id>`), "
@@ -227,23 +240,95 @@ _SUBSCRIPTION_HINT = (
 _BAD_REQUEST_HINT = (
     "the request itself was refused: check image_id, the instance type, disk and ports"
 )
+_AUTH_RULE = _Rule("cloud", False, "not authorized", _AUTH_HINT)
+_BAD_REQUEST_RULE = _Rule("cloud", False, "the request was refused", _BAD_REQUEST_HINT)
+
+# code -> its rule, where the code alone decides.
+_FIXED: dict[str, _Rule] = {
+    **dict.fromkeys(_CAPACITY_ZONE, _Rule("zone", True, "no capacity in the zone")),
+    **dict.fromkeys(_CAPACITY_REGION, _Rule("region", True, "no capacity in the region")),
+    **dict.fromkeys(_SPOT_NOWHERE, _Rule(
+        "cloud", True, "no spot for this size or subscription",
+        "set use_spot: false, or pick another accelerator or size")),
+    **dict.fromkeys(_AUTH, _AUTH_RULE),
+    **dict.fromkeys(_SUBSCRIPTION, _Rule("cloud", False, "subscription refused the request",
+                                         _SUBSCRIPTION_HINT)),
+    **dict.fromkeys(_MARKETPLACE, _Rule(
+        "cloud", False, "marketplace image refused",
+        "accept the image's terms once: `az vm image terms accept --urn "
+        "<publisher:offer:sku:version>`, or choose another image_id")),
+    **dict.fromkeys(_TRANSIENT, _Rule("placement", True, "throttled or a server error")),
+    **dict.fromkeys(_BAD_REQUEST, _BAD_REQUEST_RULE),
+}
+
+_RuleFor = Callable[[str, str, Placement | None], _Rule]
+
+# code -> how its rule is made, where the message or the placement decides too.
+_BY_CODE: dict[str, _RuleFor] = {
+    "AllocationFailed": _allocation_rule,
+    "SkuNotAvailable": _sku_rule,
+    "QuotaExceeded": _quota_rule,
+    "OperationNotAllowed": _quota_rule,
+    _REGISTRATION: _registration_rule,
+}
+
+# Families of codes, by how they end or begin (after the two tables above).
+_BY_SUFFIX: tuple[tuple[str, _RuleFor], ...] = (("CountLimitReached", _network_quota_rule),)
+_BY_PREFIX: tuple[tuple[str, _Rule], ...] = (("AADSTS", _AUTH_RULE),
+                                             ("Invalid", _BAD_REQUEST_RULE))
 
 
-def _pick(text: str, placement: Placement | None) -> tuple[str, _Rule] | None:
-    codes = error_codes(text)
+def _rule(code: str, text: str, placement: Placement | None) -> _Rule | None:
+    """The rule for one code: the fixed table, then the code's own function, then the
+    family of codes it belongs to."""
+    if code in _FIXED:
+        return _FIXED[code]
+    if code in _BY_CODE:
+        return _BY_CODE[code](code, text, placement)
+    made = next((make for suffix, make in _BY_SUFFIX if code.endswith(suffix)), None)
+    if made is not None:
+        return made(code, text, placement)
+    return next((rule for prefix, rule in _BY_PREFIX if code.startswith(prefix)), None)
+
+
+# Codes that say only that the request was bad: a more telling code in the same text
+# (the JSON body inside their message) decides first.
+_GENERIC = frozenset({"BadRequest"})
+
+
+def _specific(codes: list[str], text: str, placement: Placement | None
+              ) -> tuple[str, _Rule] | None:
     for code in codes:
-        if code in _WRAPPERS:
+        if code in _WRAPPERS or code in _GENERIC:
             continue
         rule = _rule(code, text, placement)
         if rule is not None:
             return code, rule
-    if any(c in _WRAPPERS for c in codes):
-        inner = _inferred(text)
-        rule = _rule(inner, text, placement) if inner else None
-        if inner and rule:
-            return inner, rule
-        wrapper = next(c for c in codes if c in _WRAPPERS)
-        return wrapper, _Rule("cloud", False, "the deployment was refused", _BAD_REQUEST_HINT)
+    return None
+
+
+def _wrapped(codes: list[str], text: str, placement: Placement | None
+             ) -> tuple[str, _Rule] | None:
+    """A wrapper's (or a generic code's) error: what its message stands for, else the
+    outer code, refused."""
+    outer = [c for c in codes if c in _WRAPPERS or c in _GENERIC]
+    if not outer:
+        return None
+    inner = _inferred(text)
+    rule = _rule(inner, text, placement) if inner else None
+    if inner and rule:
+        return inner, rule
+    generic = next((c for c in outer if c in _GENERIC), None)
+    if generic is not None:
+        return generic, _BAD_REQUEST_RULE
+    return outer[0], _Rule("cloud", False, "the deployment was refused", _BAD_REQUEST_HINT)
+
+
+def _pick(text: str, placement: Placement | None) -> tuple[str, _Rule] | None:
+    codes = error_codes(text)
+    picked = _specific(codes, text, placement) or _wrapped(codes, text, placement)
+    if picked:
+        return picked
     token = _AADSTS.search(text)
     if token:
         return token.group(1), _Rule("cloud", False, "sign-in failed", _AUTH_HINT)

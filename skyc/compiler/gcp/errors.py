@@ -12,6 +12,12 @@ the provider's text. Compute Engine reports a failed insert in two ways:
   code (``ZONE_RESOURCE_POOL_EXHAUSTED``, ``QUOTA_EXCEEDED``) is then not in
   the text at all, only its message.
 
+A quota's place is in its message (``Limit: 5.0 globally``), else in the metric
+lines (``dimensions = map[global:global]``) or the ErrorInfo details
+(``"quota_location"``); where nothing says, the project-wide metrics (the
+project's networks, subnetworks, firewall rules and routes: every region counts
+against them) block GCP and the others the region.
+
 Cloud TPU operations fail as ``Error waiting to create Vm: Error waiting for
 Creating Vm: Error code 8, message: There is no more capacity in the zone
 "us-central2-b"; ...`` (gRPC code 8 is RESOURCE_EXHAUSTED).
@@ -27,6 +33,7 @@ the region out of resources                     region       yes
 quota ``... in region R`` (GPUs, CPUs, TPUs)    region       yes
 TPU quota ``... in zone Z``                     zone         yes
 quota ``... globally`` (GPUS_ALL_REGIONS, ...)  cloud        yes
+project-wide quota named without a place        cloud        yes  (NETWORKS, FIREWALLS, ...)
 API not enabled                                 cloud        no   (hint: gcloud services enable)
 permission denied                               cloud        no   (hint: the role to grant)
 no or expired credentials                       cloud        no   (hint: gcloud auth)
@@ -38,7 +45,7 @@ other bad requests (image, disk, field value)   cloud        no
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skyc.errors import ProvisionError, ProvisionFailure, Scope
@@ -58,8 +65,17 @@ class _Rule:
 
 _QUOTA = re.compile(
     r"Quota (?:limit )?'(?P<metric>[\w-]+)' (?:has been )?(?:exceeded|exhausted)[.,]?\s+"
-    r"Limit:? (?P<limit>[\d.]+)\s+(?P<where>globally|in region [\w-]+|in zone [\w-]+)"
+    r"Limit:? (?P<limit>[\d.]+)(?:\s+(?P<where>globally|in region [\w-]+|in zone [\w-]+))?"
 )
+# The quota's metric and location where the message itself names none: the operation
+# error's ``metric name = compute.googleapis.com/networks`` / ``dimensions = map[...]``
+# lines, or the ErrorInfo details of a refused call (``"quota_metric": ...``,
+# ``"quota_location": ...``; a JSON body, perhaps escaped inside a string).
+_METRIC = re.compile(r"(?:quota_metric\W+|metric name = )[\w.-]+/(?P<metric>\w+)")
+_DIMENSIONS = re.compile(
+    r"dimensions = map\[[^\]]*?\b(?P<key>global|region|zone):(?P<value>[\w-]+)")
+_LOCATION = re.compile(r"quota_location\W+(?P<value>[\w-]+)")
+_ZONE_NAME = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
 _ZONE_EXHAUSTED = (
     re.compile(r"does not have enough resources available to fulfill the request"),
     re.compile(r"\bZONE_RESOURCE_POOL_EXHAUSTED(?:_WITH_DETAILS)?\b"),
@@ -107,25 +123,68 @@ _URN = re.compile(r"urn:pulumi:[^\s:]*::[^\s:]*::[^\s]*?::[\w.-]+")
 _BRIDGE = re.compile(r"^\s*sdk-v2/provider2?\.go:\d+: sdk\.helper_schema: |: provider=[\w.@-]+$")
 
 
+# Project-wide quotas: every region of the project counts against the same limit, so
+# another region cannot help and failover leaves GCP. (The message usually says
+# "globally"; these are for the texts that name the metric alone.)
+GLOBAL_METRICS = frozenset({
+    "NETWORKS", "SUBNETWORKS", "FIREWALLS", "ROUTES", "ROUTERS", "GLOBAL_INTERNAL_ADDRESSES",
+    "STATIC_BYOIP_ADDRESSES", "SECURITY_POLICIES", "IMAGES", "SNAPSHOTS",
+    "INSTANCE_TEMPLATES", "GPUS_ALL_REGIONS", "CPUS_ALL_REGIONS",
+})
+_NETWORK_METRICS = frozenset({"NETWORKS", "SUBNETWORKS", "FIREWALLS", "ROUTES", "ROUTERS"})
+
+
+def _quota_place(found: re.Match[str] | None, text: str) -> tuple[Scope | None, str]:
+    """Where a quota counts, as its text says (None: it does not say), and those words."""
+    where = found.group("where") if found else None
+    if where:
+        scope: Scope = ("cloud" if where == "globally"
+                        else "zone" if where.startswith("in zone") else "region")
+        return scope, where
+    dims = _DIMENSIONS.search(text)
+    loc = _LOCATION.search(text)
+    value = dims.group("value") if dims else loc.group("value") if loc else None
+    key = dims.group("key") if dims else None
+    if value is None:
+        return None, ""
+    if key == "global" or value == "global":
+        return "cloud", "globally"
+    if key == "zone" or _ZONE_NAME.match(value):
+        return "zone", f"in zone {value}"
+    return "region", f"in region {value}"
+
+
+def _quota_metric(found: re.Match[str] | None, text: str) -> str | None:
+    if found:
+        return found.group("metric")
+    named = _METRIC.search(text)
+    return named.group("metric").upper() if named else None
+
+
 def _quota_rule(text: str) -> tuple[_Rule, str] | None:
+    """A quota error: blocked where the quota counts (the project's global quotas: GCP)."""
     found = _QUOTA.search(text)
-    if found is None:
-        if "QUOTA_EXCEEDED" in text or "quotaExceeded" in text:
-            return _Rule("QUOTA_EXCEEDED", "region", True, _QUOTA_HINT), "a quota"
+    if found is None and "QUOTA_EXCEEDED" not in text and "quotaExceeded" not in text:
         return None
-    metric, where = found.group("metric"), found.group("where")
-    if where == "globally":
-        scope: Scope = "cloud"
-    elif where.startswith("in zone"):
-        scope = "zone"
-    else:
-        scope = "region"
-    return _Rule("QUOTA_EXCEEDED", scope, True, _QUOTA_HINT), f"quota {metric} {where}"
+    metric = _quota_metric(found, text)
+    scope, where = _quota_place(found, text)
+    if scope is None:  # the text names no place: the metric's own
+        scope = "cloud" if metric in GLOBAL_METRICS else "region"
+        where = "(project-wide)" if scope == "cloud" else ""
+    what = " ".join(w for w in ("quota", metric, where) if w) if metric else "a quota"
+    return _Rule("QUOTA_EXCEEDED", scope, True, _quota_hint(metric)), what
 
 
-_QUOTA_HINT = ("request more quota: https://console.cloud.google.com/iam-admin/quotas "
-               "(GPU quotas are per region and per model, e.g. NVIDIA_A100_GPUS; spot VMs use "
-               "the PREEMPTIBLE_ ones)")
+def _quota_hint(metric: str | None) -> str:
+    if metric in _NETWORK_METRICS:
+        return (f"request more {metric} quota for the project: "
+                f"https://console.cloud.google.com/iam-admin/quotas?metric="
+                f"compute.googleapis.com/{metric.lower()} (it counts every region of the "
+                "project), or remove the project's unused VPC networks and firewall rules")
+    named = f" ({metric})" if metric else ""
+    return (f"request more quota{named}: https://console.cloud.google.com/iam-admin/quotas "
+            "(GPU quotas are per region and per model, e.g. NVIDIA_A100_GPUS; spot VMs use "
+            "the PREEMPTIBLE_ ones)")
 
 
 # Transient: the same placement again. The API's rate limits (403 or 429 with reason
@@ -137,32 +196,39 @@ _SERVER_ERROR = re.compile(
     r"\b(?:backendError|internalError)\b|googleapi: Error (?:500|502|503|504)\b")
 
 
-def _rule(text: str) -> tuple[_Rule, str] | None:
-    """The rule for one diagnostic's text, and a few words of what GCP said."""
+def _service_disabled(text: str) -> tuple[_Rule, str] | None:
     api = _SERVICE_DISABLED.search(text)
-    if api:
-        service = _SERVICE_NAME.search(text)
-        name = service.group("service") if service else "compute.googleapis.com"
-        project = (service.group("project") if service else api.group("project")) or "<project>"
-        hint = (f"enable the API, then retry: gcloud services enable {name} "
-                f"--project {project}")
-        return _Rule("SERVICE_DISABLED", "cloud", False, hint), f"the {name} API is not enabled"
-    if _AUTH.search(text):
-        return _Rule("UNAUTHENTICATED", "cloud", False,
-                     "log in again: gcloud auth application-default login (or point "
-                     "GOOGLE_APPLICATION_CREDENTIALS at a service account key); skyc check "
-                     "says what it found"), "no usable credentials"
+    if api is None:
+        return None
+    service = _SERVICE_NAME.search(text)
+    name = service.group("service") if service else "compute.googleapis.com"
+    project = (service.group("project") if service else api.group("project")) or "<project>"
+    hint = f"enable the API, then retry: gcloud services enable {name} --project {project}"
+    return _Rule("SERVICE_DISABLED", "cloud", False, hint), f"the {name} API is not enabled"
+
+
+def _unauthenticated(text: str) -> tuple[_Rule, str] | None:
+    if not _AUTH.search(text):
+        return None
+    return _Rule("UNAUTHENTICATED", "cloud", False,
+                 "log in again: gcloud auth application-default login (or point "
+                 "GOOGLE_APPLICATION_CREDENTIALS at a service account key); skyc check "
+                 "says what it found"), "no usable credentials"
+
+
+def _permission(text: str) -> tuple[_Rule, str] | None:
     perm = _PERMISSION.search(text)
-    if perm:
-        name = perm.group("perm") or perm.group("perm2")
-        what = f"permission {name} denied" if name else "permission denied"
-        return _Rule("PERMISSION_DENIED", "cloud", False,
-                     f"grant the account {'the ' + name + ' permission' if name else 'access'} "
-                     "(roles/compute.instanceAdmin.v1 and roles/iam.serviceAccountUser cover VMs; "
-                     "roles/tpu.admin covers TPU VMs), or use another project (gcp.project)"), what
-    quota = _quota_rule(text)
-    if quota:
-        return quota
+    if perm is None:
+        return None
+    name = perm.group("perm") or perm.group("perm2")
+    what = f"permission {name} denied" if name else "permission denied"
+    return _Rule("PERMISSION_DENIED", "cloud", False,
+                 f"grant the account {'the ' + name + ' permission' if name else 'access'} "
+                 "(roles/compute.instanceAdmin.v1 and roles/iam.serviceAccountUser cover VMs; "
+                 "roles/tpu.admin covers TPU VMs), or use another project (gcp.project)"), what
+
+
+def _capacity(text: str) -> tuple[_Rule, str] | None:
     if _TPU_CAPACITY.search(text):
         return _Rule("RESOURCE_EXHAUSTED", "zone", True), "no TPU capacity in the zone"
     if _REGION_EXHAUSTED.search(text):
@@ -174,15 +240,35 @@ def _rule(text: str) -> tuple[_Rule, str] | None:
         return _Rule(code, "zone", True), "the zone is out of resources"
     if any(p.search(text) for p in _NOT_IN_ZONE):
         return _Rule("RESOURCE_NOT_FOUND", "zone", True), "the type is not offered in the zone"
+    return None
+
+
+def _transient(text: str) -> tuple[_Rule, str] | None:
     if _RATE_LIMITED.search(text):
         return _Rule("RATE_LIMITED", "placement", True), "the API's rate limit"
     if _SERVER_ERROR.search(text):
         return _Rule("BACKEND_ERROR", "placement", True), "a server error of the API"
-    if _BAD_REQUEST.search(text):
-        return _Rule("INVALID", "cloud", False,
-                     "the request itself was refused: check image_id, disk_size, the instance "
-                     "type and the accelerator"), "the request was refused"
     return None
+
+
+def _bad_request(text: str) -> tuple[_Rule, str] | None:
+    if not _BAD_REQUEST.search(text):
+        return None
+    return _Rule("INVALID", "cloud", False,
+                 "the request itself was refused: check image_id, disk_size, the instance "
+                 "type and the accelerator"), "the request was refused"
+
+
+# In order: the first that matches decides.
+_RULES: tuple[Callable[[str], tuple[_Rule, str] | None], ...] = (
+    _service_disabled, _unauthenticated, _permission, _quota_rule, _capacity, _transient,
+    _bad_request,
+)
+
+
+def _rule(text: str) -> tuple[_Rule, str] | None:
+    """The rule for one diagnostic's text, and a few words of what GCP said."""
+    return next((found for match in _RULES if (found := match(text)) is not None), None)
 
 
 def _resource(diag: Diagnostic) -> str | None:
