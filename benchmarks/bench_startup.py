@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _timing import ROOT, bench_env, load_average, run_once, skyc_command
 from bench_exec import first_line_seconds
@@ -90,6 +91,38 @@ def phase_profile(cmd: list[str], env: dict[str, str], runs: int = 5) -> dict[st
     return best
 
 
+def _report_walls(walls: dict[str, list[float]], args: argparse.Namespace) -> list[str]:
+    """Print each command's median against the bare import's; the budgets it breaks."""
+    floor = statistics.median(walls["bare import"])
+    print(f"{args.runs} interleaved runs each; {load_average()}")
+    failures = []
+    for name, values in walls.items():
+        median = statistics.median(values)
+        ratio = median / floor
+        print(f"  {name:<20} wall median {median:.3f} s (min {min(values):.3f}), "
+              f"{ratio:.2f}x the bare import")
+        if name != "bare import" and ratio > args.ratio:
+            failures.append(f"{name}: {ratio:.2f}x is over {args.ratio:.2f}x")
+    plan_median = statistics.median(walls["plan --no-diff"])
+    if plan_median > args.budget:
+        failures.append(f"plan --no-diff: wall median {plan_median:.3f} s is over "
+                        f"{args.budget:.3f} s")
+    return failures
+
+
+def _print_profiles(profile: tuple[list[Any], list[Any]], phases: dict[str, Any]) -> None:
+    if profile[0]:
+        print("heaviest imports of skyc plan --no-diff (cumulative, fastest of 3):")
+        for us, name in profile[0]:
+            print(f"  {us / 1000:8.1f} ms  {name}")
+        print("own import time per package, skyc plan --no-diff (fastest of 3 each):")
+        for us, name in profile[1]:
+            print(f"  {us / 1000:8.1f} ms  {name}")
+    for name, times in phases.items():
+        print(f"phases of skyc {name} in the process (ms, fastest of 5 each):")
+        print("  " + ", ".join(f"{phase} {ms:.1f}" for phase, ms in times.items()))
+
+
 def main() -> int:
     args = _args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,30 +153,8 @@ def main() -> int:
             phases = {"plan --no-diff": phase_profile(plan, env),
                       "validate": phase_profile(validate, env),
                       "exec": phase_profile(exec_cmd, env)}
-    floor = statistics.median(walls["bare import"])
-    print(f"{args.runs} interleaved runs each; {load_average()}")
-    failures = []
-    for name, values in walls.items():
-        median = statistics.median(values)
-        ratio = median / floor
-        print(f"  {name:<20} wall median {median:.3f} s (min {min(values):.3f}), "
-              f"{ratio:.2f}x the bare import")
-        if name != "bare import" and ratio > args.ratio:
-            failures.append(f"{name}: {ratio:.2f}x is over {args.ratio:.2f}x")
-    plan_median = statistics.median(walls["plan --no-diff"])
-    if plan_median > args.budget:
-        failures.append(f"plan --no-diff: wall median {plan_median:.3f} s is over "
-                        f"{args.budget:.3f} s")
-    if profile[0]:
-        print("heaviest imports of skyc plan --no-diff (cumulative, fastest of 3):")
-        for us, name in profile[0]:
-            print(f"  {us / 1000:8.1f} ms  {name}")
-        print("own import time per package, skyc plan --no-diff (fastest of 3 each):")
-        for us, name in profile[1]:
-            print(f"  {us / 1000:8.1f} ms  {name}")
-    for name, times in phases.items():
-        print(f"phases of skyc {name} in the process (ms, fastest of 5 each):")
-        print("  " + ", ".join(f"{phase} {ms:.1f}" for phase, ms in times.items()))
+    failures = _report_walls(walls, args)
+    _print_profiles(profile, phases)
     for failure in failures:
         print(f"FAIL: {failure}")
     if not failures:

@@ -60,7 +60,7 @@ _CLOUD_HOMES = ("compiler/aws/", "compiler/gcp/", "compiler/azure/", "compiler/k
                 "compiler/local/", "compiler/ssh/", "compiler/__init__.py", "task/")
 _NOT_CLOUD_KEYS = {
     "model/nodes.py": "a node's transport",
-    "runtime/session.py": "a node's transport",
+    "runtime/transport.py": "a node's transport (the registry's built-in names)",
     "runtime/kube.py": "the kubernetes Python package's name",
 }
 
@@ -92,3 +92,18 @@ def test_no_cloud_is_named_outside_its_target_the_registry_and_the_task_format()
                   if _CLOUD_LITERAL.fullmatch(text)]
     assert found == [], "a cloud's facts belong in its target folder or catalog data:\n" + (
         "\n".join(found))
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def test_no_function_is_longer_than_sixty_lines() -> None:
+    """A function longer than a screen is several steps without their names."""
+    long = []
+    for path in sorted(SKYC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(SKYC)}:{node.lineno} {node.name}: {lines}")
+    assert long == [], f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)

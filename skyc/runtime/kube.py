@@ -67,6 +67,7 @@ def frames(chunk: bytes) -> list[bytes]:
 
 
 END = struct.pack(">I", 0)
+PumpEnd = tuple[bytes, bytes, str]  # what a command's pump ends with: stdout, stderr, status
 
 
 def remote_command(command: str, *, with_stdin: bool) -> list[str]:
@@ -174,20 +175,30 @@ class KubeTransport:
     ) -> CommandResult:
         if self._api is None:
             await self.connect(self.connect_timeout)
-        loop = asyncio.get_running_loop()
         with_stdin = stdin is not None
-        argv = remote_command(command, with_stdin=with_stdin)
+        out: list[bytes] = []
         inbox: queue.Queue[bytes | None] = queue.Queue(maxsize=16)
         stop = threading.Event()
-        done: asyncio.Future[tuple[bytes, bytes, str]] = loop.create_future()
-        out: list[bytes] = []
-        sink = on_stdout
+        done = self._start_pump(remote_command(command, with_stdin=with_stdin), with_stdin,
+                                inbox, stop, on_stdout if on_stdout is not None else out.append)
+        feeder = asyncio.create_task(_feed(inbox, stdin, stop)) if with_stdin else None
+        try:
+            _, err, status = await self._wait(done, stop, timeout)
+        finally:
+            if feeder is not None:
+                feeder.cancel()
+                with contextlib.suppress(BaseException):
+                    await feeder
+        await asyncio.sleep(0)  # output handed over before the end runs first
+        return CommandResult(exit_code(status, self.node.name), b"".join(out), err)
 
-        def emit(data: bytes) -> None:
-            if sink is not None:
-                sink(data)
-            else:
-                out.append(data)
+    def _start_pump(self, argv: list[str], with_stdin: bool, inbox: queue.Queue[bytes | None],
+                    stop: threading.Event, emit: OutputSink) -> asyncio.Future[PumpEnd]:
+        """Open the exec stream and pump it in a thread of its own: its output goes to
+        ``emit`` on the event loop, its end (stdout, stderr, status) or its failure to the
+        future returned."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[PumpEnd] = loop.create_future()
 
         def post(fn: Any, *args: Any) -> None:
             with contextlib.suppress(RuntimeError):  # the loop is gone (the run was ended)
@@ -206,11 +217,15 @@ class KubeTransport:
                 return
             post(_finish, done, (b"", b"".join(err), status))
 
-        thread = threading.Thread(target=pump, name=f"kube-exec-{self.node.name}", daemon=True)
-        thread.start()
-        feeder = asyncio.create_task(_feed(inbox, stdin, stop)) if with_stdin else None
+        threading.Thread(target=pump, name=f"kube-exec-{self.node.name}", daemon=True).start()
+        return done
+
+    async def _wait(self, done: asyncio.Future[PumpEnd], stop: threading.Event,
+                    timeout: float | None) -> PumpEnd:
+        """The pump's end, within ``timeout`` s; the pump is stopped when it is not
+        waited for to its end (a timeout, a cancellation, a failing stdin source)."""
         try:
-            _, err, status = await asyncio.wait_for(asyncio.shield(done), timeout)
+            result = await asyncio.wait_for(asyncio.shield(done), timeout)
         except asyncio.TimeoutError:
             _abandon(done, stop)
             raise TransportError(
@@ -218,13 +233,7 @@ class KubeTransport:
         except BaseException:  # cancelled, or the stdin source failed
             _abandon(done, stop)
             raise
-        finally:
-            if feeder is not None:
-                feeder.cancel()
-                with contextlib.suppress(BaseException):
-                    await feeder
-        await asyncio.sleep(0)  # output handed over before the end runs first
-        return CommandResult(exit_code(status, self.node.name), b"".join(out), err)
+        return result
 
     async def close(self) -> None:
         if self._api is not None:
@@ -281,32 +290,36 @@ def _pump(ws: Any, inbox: queue.Queue[bytes | None], stop: threading.Event,
     status: list[bytes] = []
     ended = False
     while ws.is_open() and not stop.is_set():
-        while not ended:
-            try:
-                item = inbox.get_nowait()
-            except queue.Empty:
-                break
-            if item is None:
-                continue
-            ws.write_channel(STDIN, item)
-            if item == END:
-                ended = True
-                ws.close_channel(STDIN)  # v5 only; the end frame does it on v4
+        ended = ended or _send_stdin(ws, inbox)
         ws.update(timeout=0.02)
-        for channel, target in ((STDOUT, None), (STDERR, err), (ERROR, status)):
-            data = ws.read_channel(channel)
-            if data:
-                if target is None:
-                    emit(bytes(data))
-                else:
-                    target.append(bytes(data))
+        _take_output(ws, emit, err, status)
     if stop.is_set():
         raise TransportError("exec stream stopped")
-    for channel, target in ((STDOUT, None), (STDERR, err), (ERROR, status)):
+    _take_output(ws, emit, err, status)
+    return b"".join(status).decode(errors="replace")
+
+
+def _send_stdin(ws: Any, inbox: queue.Queue[bytes | None]) -> bool:
+    """The frames queued so far, written to the stream; True once the end frame went."""
+    while True:
+        try:
+            item = inbox.get_nowait()
+        except queue.Empty:
+            return False
+        if item is None:
+            continue
+        ws.write_channel(STDIN, item)
+        if item == END:
+            ws.close_channel(STDIN)  # v5 only; the end frame does it on v4
+            return True
+
+
+def _take_output(ws: Any, emit: Any, err: list[bytes], status: list[bytes]) -> None:
+    """What the stream holds now: stdout to ``emit``, stderr and the status kept."""
+    data = ws.read_channel(STDOUT)
+    if data:
+        emit(bytes(data))
+    for channel, target in ((STDERR, err), (ERROR, status)):
         data = ws.read_channel(channel)
         if data:
-            if target is None:
-                emit(bytes(data))
-            else:
-                target.append(bytes(data))
-    return b"".join(status).decode(errors="replace")
+            target.append(bytes(data))

@@ -1,4 +1,6 @@
-"""A cluster session: one transport and agent per node, connected in parallel, reused."""
+"""A cluster session: one transport and agent per node, connected in parallel, reused.
+
+Each node's transport comes from the registry in :mod:`skyc.runtime.transport`."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from skyc.errors import TransportError
 from skyc.model.nodes import ClusterInfo, Node
-from skyc.runtime.remote import NodeAgent, local_python
-from skyc.runtime.transport import LocalTransport, Transport
+from skyc.runtime.remote import NodeAgent
+from skyc.runtime.transport import agent_python
+from skyc.runtime.transport import make_transport as make_transport  # callers import it here
 
 if TYPE_CHECKING:
     from skyc.runtime.boot_record import BootWait
@@ -27,18 +30,6 @@ def node_phase_log(node: Node, job_id: int, phase: str) -> Path | None:
     return Path(node.node_dir) / ".skyc" / "jobs" / str(job_id) / f"{phase}.log"
 
 
-def make_transport(node: Node, workspace: Path, connect_timeout: float) -> Transport:
-    if node.transport == "local":
-        return LocalTransport(node)
-    if node.transport == "kubernetes":
-        from skyc.runtime.kube import KubeTransport
-
-        return KubeTransport(node, workspace, connect_timeout=connect_timeout)
-    from skyc.runtime.ssh import SshTransport
-
-    return SshTransport(node, workspace, connect_timeout=connect_timeout)
-
-
 class ClusterSession:
     """Connects to every node of a cluster and makes sure the agent is there."""
 
@@ -50,11 +41,8 @@ class ClusterSession:
         self.nodes = sorted(cluster.nodes, key=lambda n: n.rank)[:num_nodes]
         self.cluster = cluster.model_copy(update={"nodes": self.nodes})
         self.workspace = Path(cluster.workspace)
-        self.agents = [
-            NodeAgent(make_transport(n, self.workspace, connect_timeout),
-                      local_python() if n.transport == "local" else "python3")
-            for n in self.nodes
-        ]
+        self.agents = [NodeAgent(make_transport(n, self.workspace, connect_timeout),
+                                 agent_python(n)) for n in self.nodes]
         self.facts: dict[str, dict[str, Any]] = {}
 
     @property

@@ -1,9 +1,12 @@
 """The transport seam: run a command on a node, stream its output, feed its stdin.
 
-Two implementations: :class:`LocalTransport` (subprocesses; the node's home is
-its ``node_dir``) and ``skyc.runtime.ssh.SshTransport`` (asyncssh). Uploading a
-file is running ``cat > path`` with the file on stdin, so both share it.
-Cancelling a command is cancelling the coroutine that runs it.
+A node's ``transport`` names its entry in a registry (:func:`register_transport`):
+``local`` (:class:`LocalTransport`, subprocesses; the node's home is its
+``node_dir``), ``ssh`` (``skyc.runtime.ssh.SshTransport``, asyncssh) and
+``kubernetes`` (``skyc.runtime.kube.KubeTransport``, the API server's exec stream),
+the last two imported when a node needs them. Uploading a file is running
+``cat > path`` with the file on stdin, so all share it. Cancelling a command is
+cancelling the coroutine that runs it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -167,3 +172,73 @@ class LocalTransport:
 
     async def close(self) -> None:
         return None
+
+
+TransportFactory = Callable[[Node, Path, float], Transport]
+
+
+class TransportKind(NamedTuple):
+    """How the nodes of one transport are reached: ``factory(node, workspace,
+    connect_timeout)`` makes a node's transport, and ``python`` (a shell word) starts
+    the node agent's Python there."""
+
+    factory: TransportFactory
+    python: str = "python3"
+
+
+_KINDS: dict[str, TransportKind] = {}
+
+
+def register_transport(name: str, factory: TransportFactory, *,
+                       python: str = "python3") -> TransportKind | None:
+    """Reach the nodes whose ``transport`` is ``name`` through ``factory``. Returns the
+    entry it replaces (None for a new name), so that a caller can put it back."""
+    previous = _KINDS.get(name)
+    _KINDS[name] = TransportKind(factory, python)
+    return previous
+
+
+def unregister_transport(name: str) -> None:
+    _KINDS.pop(name, None)
+
+
+def transport_kind(node: Node) -> TransportKind:
+    """The registry's entry for the node's transport; TransportError when none."""
+    kind = _KINDS.get(node.transport)
+    if kind is None:
+        raise TransportError(f"node {node.name}: no transport '{node.transport}' is "
+                             f"registered (known: {', '.join(sorted(_KINDS))})",
+                             hint="register it with skyc.runtime.transport.register_transport")
+    return kind
+
+
+def make_transport(node: Node, workspace: Path, connect_timeout: float) -> Transport:
+    """The node's transport, made by the factory registered for its name."""
+    return transport_kind(node).factory(node, workspace, connect_timeout)
+
+
+def agent_python(node: Node) -> str:
+    """How the node agent's Python is started on the node (a shell word)."""
+    return transport_kind(node).python
+
+
+def _local(node: Node, workspace: Path, connect_timeout: float) -> Transport:
+    return LocalTransport(node)
+
+
+def _ssh(node: Node, workspace: Path, connect_timeout: float) -> Transport:
+    from skyc.runtime.ssh import SshTransport
+
+    return SshTransport(node, workspace, connect_timeout=connect_timeout)
+
+
+def _kubernetes(node: Node, workspace: Path, connect_timeout: float) -> Transport:
+    from skyc.runtime.kube import KubeTransport
+
+    return KubeTransport(node, workspace, connect_timeout=connect_timeout)
+
+
+# A local node runs the agent on skyc's own Python; the others on the node's python3.
+register_transport("local", _local, python=shlex.quote(sys.executable))
+register_transport("ssh", _ssh)
+register_transport("kubernetes", _kubernetes)

@@ -66,118 +66,126 @@ class ApiStandIn:
         return path
 
 
+class _PodApi(http.server.BaseHTTPRequestHandler):
+    """The API server's pod reads and exec streams, for the pods of :attr:`api`."""
+
+    protocol_version = "HTTP/1.1"
+    api: ApiStandIn
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+    def do_GET(self) -> None:
+        url = urlparse(self.path)
+        parts = url.path.strip("/").split("/")
+        if len(parts) < 6 or parts[:3] != ["api", "v1", "namespaces"] or parts[4] != "pods":
+            return self._json(404, {"kind": "Status", "status": "Failure", "code": 404})
+        pod = parts[5]
+        if pod not in self.api.phases:
+            return self._json(404, {"kind": "Status", "status": "Failure", "code": 404,
+                                    "reason": "NotFound", "message": f"pods {pod} not found"})
+        if len(parts) == 7 and parts[6] == "exec":
+            return self._exec(pod, parse_qs(url.query))
+        return self._json(200, {"apiVersion": "v1", "kind": "Pod",
+                                "metadata": {"name": pod, "namespace": parts[3]},
+                                "status": {"phase": self.api.phases[pod]}})
+
+    def _json(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _read_frame(self) -> tuple[int, bytes]:
+        head = self.rfile.read(2)
+        if len(head) < 2:
+            return 8, b""
+        opcode, size = head[0] & 0x0F, head[1] & 0x7F
+        if size == 126:
+            size = struct.unpack(">H", self.rfile.read(2))[0]
+        elif size == 127:
+            size = struct.unpack(">Q", self.rfile.read(8))[0]
+        mask = self.rfile.read(4) if head[1] & 0x80 else b"\0\0\0\0"
+        data = self.rfile.read(size)
+        return opcode, bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+    def _send(self, lock: threading.Lock, payload: bytes, opcode: int = 2) -> None:
+        size = len(payload)
+        if size < 126:
+            head = bytes([0x80 | opcode, size])
+        elif size < 1 << 16:
+            head = bytes([0x80 | opcode, 126]) + struct.pack(">H", size)
+        else:
+            head = bytes([0x80 | opcode, 127]) + struct.pack(">Q", size)
+        with lock:
+            self.connection.sendall(head + payload)
+
+    def _upgrade(self) -> None:
+        key = self.headers["Sec-WebSocket-Key"]
+        accept = base64.b64encode(hashlib.sha1((key + _GUID).encode()).digest()).decode()
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", self.api.protocol)
+        self.end_headers()
+
+    def _exec(self, pod: str, query: dict[str, list[str]]) -> None:
+        self._upgrade()
+        argv = query["command"]
+        self.api.execs.append(argv)
+        with_stdin = [v.lower() for v in query.get("stdin", [])] == ["true"]
+        home = self.api.home(pod)
+        proc = subprocess.Popen(
+            argv, cwd=home, env={**os.environ, "HOME": str(home)},
+            stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        lock = threading.Lock()
+
+        def pipe(stream: Any, channel: int) -> None:
+            while chunk := stream.read1(65536):
+                self._send(lock, bytes([channel]) + chunk)
+
+        pumps = [threading.Thread(target=pipe, args=(proc.stdout, 1)),
+                 threading.Thread(target=pipe, args=(proc.stderr, 2))]
+        for t in pumps:
+            t.start()
+        reader = threading.Thread(target=self._read_client, args=(pod, proc), daemon=True)
+        reader.start()
+        code = proc.wait()
+        for t in pumps:
+            t.join()
+        try:
+            self._send(lock, b"\x03" + _status(code))
+            self._send(lock, b"\x03\xe8", opcode=8)
+        except OSError:
+            pass
+        reader.join(5)
+        self.close_connection = True
+
+    def _read_client(self, pod: str, proc: subprocess.Popen[bytes]) -> None:
+        """The client's frames: stdin (channel 0) to the command, a v5 close of stdin
+        (channel 255), and the close of the stream, which kills a command still running."""
+        while True:
+            opcode, data = self._read_frame()
+            if opcode == 8:  # the client closed the stream
+                if proc.poll() is None:
+                    self.api.closed_early.append(pod)
+                    proc.kill()
+                return
+            with contextlib.suppress(OSError):  # the command stopped reading
+                if data[:1] == b"\x00" and proc.stdin is not None:
+                    proc.stdin.write(data[1:])
+                    proc.stdin.flush()
+                elif data[:2] == b"\xff\x00" and self.api.protocol.startswith("v5") \
+                        and proc.stdin is not None:
+                    proc.stdin.close()
+
+
 def _handler(api: ApiStandIn) -> type[http.server.BaseHTTPRequestHandler]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            return None
-
-        def do_GET(self) -> None:
-            url = urlparse(self.path)
-            parts = url.path.strip("/").split("/")
-            if len(parts) < 6 or parts[:3] != ["api", "v1", "namespaces"] or parts[4] != "pods":
-                return self._json(404, {"kind": "Status", "status": "Failure", "code": 404})
-            pod = parts[5]
-            if pod not in api.phases:
-                return self._json(404, {"kind": "Status", "status": "Failure", "code": 404,
-                                        "reason": "NotFound", "message": f"pods {pod} not found"})
-            if len(parts) == 7 and parts[6] == "exec":
-                return self._exec(pod, parse_qs(url.query))
-            return self._json(200, {"apiVersion": "v1", "kind": "Pod",
-                                    "metadata": {"name": pod, "namespace": parts[3]},
-                                    "status": {"phase": api.phases[pod]}})
-
-        def _json(self, code: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _read_frame(self) -> tuple[int, bytes]:
-            head = self.rfile.read(2)
-            if len(head) < 2:
-                return 8, b""
-            opcode, size = head[0] & 0x0F, head[1] & 0x7F
-            if size == 126:
-                size = struct.unpack(">H", self.rfile.read(2))[0]
-            elif size == 127:
-                size = struct.unpack(">Q", self.rfile.read(8))[0]
-            mask = self.rfile.read(4) if head[1] & 0x80 else b"\0\0\0\0"
-            data = self.rfile.read(size)
-            return opcode, bytes(b ^ mask[i % 4] for i, b in enumerate(data))
-
-        def _send(self, lock: threading.Lock, payload: bytes, opcode: int = 2) -> None:
-            size = len(payload)
-            if size < 126:
-                head = bytes([0x80 | opcode, size])
-            elif size < 1 << 16:
-                head = bytes([0x80 | opcode, 126]) + struct.pack(">H", size)
-            else:
-                head = bytes([0x80 | opcode, 127]) + struct.pack(">Q", size)
-            with lock:
-                self.connection.sendall(head + payload)
-
-        def _exec(self, pod: str, query: dict[str, list[str]]) -> None:
-            key = self.headers["Sec-WebSocket-Key"]
-            accept = base64.b64encode(hashlib.sha1((key + _GUID).encode()).digest()).decode()
-            self.send_response(101)
-            self.send_header("Upgrade", "websocket")
-            self.send_header("Connection", "Upgrade")
-            self.send_header("Sec-WebSocket-Accept", accept)
-            self.send_header("Sec-WebSocket-Protocol", api.protocol)
-            self.end_headers()
-            argv = query["command"]
-            api.execs.append(argv)
-            with_stdin = [v.lower() for v in query.get("stdin", [])] == ["true"]
-            home = api.home(pod)
-            proc = subprocess.Popen(
-                argv, cwd=home, env={**os.environ, "HOME": str(home)},
-                stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-            lock = threading.Lock()
-
-            def pipe(stream: Any, channel: int) -> None:
-                while chunk := stream.read1(65536):
-                    self._send(lock, bytes([channel]) + chunk)
-
-            pumps = [threading.Thread(target=pipe, args=(proc.stdout, 1)),
-                     threading.Thread(target=pipe, args=(proc.stderr, 2))]
-            for t in pumps:
-                t.start()
-
-            def read_client() -> None:
-                while True:
-                    opcode, data = self._read_frame()
-                    if opcode == 8:  # the client closed the stream
-                        if proc.poll() is None:
-                            api.closed_early.append(pod)
-                            proc.kill()
-                        return
-                    with contextlib.suppress(OSError):  # the command stopped reading
-                        if data[:1] == b"\x00" and proc.stdin is not None:
-                            proc.stdin.write(data[1:])
-                            proc.stdin.flush()
-                        elif data[:2] == b"\xff\x00" and api.protocol.startswith("v5") \
-                                and proc.stdin is not None:
-                            proc.stdin.close()
-
-            reader = threading.Thread(target=read_client, daemon=True)
-            reader.start()
-            code = proc.wait()
-            for t in pumps:
-                t.join()
-            try:
-                self._send(lock, b"\x03" + _status(code))
-                self._send(lock, b"\x03\xe8", opcode=8)
-            except OSError:
-                pass
-            reader.join(5)
-            self.close_connection = True
-
-    return Handler
+    return type("Handler", (_PodApi,), {"api": api})
 
 
 @pytest.fixture(params=["v4.channel.k8s.io", "v5.channel.k8s.io"])
