@@ -63,9 +63,11 @@ def test_stop_without_down_is_refused_on_local_and_cancel_keeps_the_cluster(
     assert row["autostop"] == {"idle_minutes": 30.0, "down": True, "wait_for": None}
     assert "UP (autostop 30m, down)" in skyc.ok("status").stdout
 
-    skyc.ok("autostop", "keep", "-i", SHORT, "--down")
+    # Long enough that the cancel lands first on a busy machine, short enough to have
+    # fired by the end of the sleep had it not been cancelled.
+    skyc.ok("autostop", "keep", "-i", "0.15", "--down")
     skyc.ok("autostop", "keep", "--cancel")
-    time.sleep(6)
+    time.sleep(12)
     assert "keep" in skyc.clusters()
     [row] = json.loads(skyc.ok("status", "--format", "json").stdout)["clusters"]
     assert row["autostop"] is None
