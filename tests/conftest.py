@@ -12,6 +12,8 @@ from tests.support.terraform import TERRAFORM_ENV
 _MIRROR = Path("/opt/tf-plugins")
 
 os.environ.setdefault("SKYC_HOME", tempfile.mkdtemp(prefix="skyc-test-home-"))
+# The suite picks its own state: a developer's team state never leaks into it.
+os.environ.pop("SKYC_STATE_URL", None)
 if _MIRROR.is_dir():
     os.environ.setdefault("SKYC_TF_PLUGIN_DIR", str(_MIRROR))
 # No terraform run (in process or in a subprocess skyc) asks for instance metadata.

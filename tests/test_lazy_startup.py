@@ -34,7 +34,8 @@ main()
 # which standard-library modules a dependency imports is that dependency's business (and
 # changes between its releases); how long start-up takes is bench_startup.py's.
 HEAVY = ("pulumi", "pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_kubernetes",
-         "asyncssh", "boto3", "botocore", "kubernetes", "google", "azure", "pulp", "jinja2")
+         "asyncssh", "boto3", "botocore", "kubernetes", "google", "azure", "pulp", "jinja2",
+         "psycopg", "aiohttp")
 # The parts of each target that lower, classify and read outputs: compile and apply only.
 TARGET_PARTS = tuple(f"skyc.compiler.{t}.{m}"
                      for t in ("aws", "azure", "gcp", "kubernetes", "local", "ssh")

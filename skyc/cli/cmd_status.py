@@ -1,4 +1,5 @@
-"""``skyc status``: the clusters skyc knows, from the local state database."""
+"""``skyc status``: the clusters skyc knows, from the state (the local sqlite file, or a
+team's PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,14 @@ import typer
 from skyc.schemas import versions
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from skyc.apply.orphans import Orphan
-    from skyc.state.database import ClusterRecord, ClusterStatus, EventRecord, StateDB
+    from skyc.state.database import (
+        ClusterRecord,
+        ClusterStatus,
+        EventRecord,
+        JobRecord,
+        StateDB,
+    )
 
 FORMATS = ("table", "json")
 # --format json: {"format_version", "clusters": [...], "orphans": [...]} (`skyc schema
@@ -103,7 +108,21 @@ def infra(record: ClusterRecord) -> str:
 
 def cluster_summary(db: StateDB, record: ClusterRecord, now: float) -> dict[str, Any]:
     """One cluster as the JSON output shows it."""
-    last_job = db.get_job(record.last_job) if record.last_job is not None else None
+    return cluster_summaries(db, [record], now)[0]
+
+
+def cluster_summaries(db: StateDB, records: list[ClusterRecord], now: float
+                      ) -> list[dict[str, Any]]:
+    """Clusters as the JSON output shows them: their last jobs and autostop settings
+    read once for all (a shared state answers each read over the network)."""
+    jobs = db.jobs_by_id(r.last_job for r in records if r.last_job is not None)
+    stops = db.last_events("autostop") if records else {}
+    return [_summary(record, now, jobs.get(record.last_job or -1),
+                     _autostop(stops.get(record.name))) for record in records]
+
+
+def _summary(record: ClusterRecord, now: float, last_job: JobRecord | None,
+             autostop: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "name": record.name,
         "status": record.status,
@@ -118,7 +137,7 @@ def cluster_summary(db: StateDB, record: ClusterRecord, now: float) -> dict[str,
         "hourly_cost": record.hourly_cost,
         "hourly_cost_total": record.hourly_cost,
         "hourly_cost_per_node": round(record.hourly_cost / _node_count(record), 6),
-        "autostop": autostop_setting(db, record.name),
+        "autostop": autostop,
         "launched_at": record.launched_at,
         "age_s": None if record.launched_at is None else round(now - record.launched_at, 1),
         "last_job": None if last_job is None else {
@@ -139,7 +158,11 @@ def _node_count(record: ClusterRecord) -> int:
 def autostop_setting(db: StateDB, name: str) -> dict[str, Any] | None:
     """The cluster's autostop (idle_minutes, down, wait_for) as last set; None when off."""
     events = [e for e in db.events(name) if e.kind == "autostop"]
-    data = events[-1].data if events else None
+    return _autostop(events[-1] if events else None)
+
+
+def _autostop(event: EventRecord | None) -> dict[str, Any] | None:
+    data = event.data if event is not None else None
     return None if not data or data.get("cancelled") else data
 
 
@@ -212,7 +235,7 @@ def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False
         if refresh:
             records = [_refresh(db, r) for r in records]
         now = time.time()
-        rows = [cluster_summary(db, r, now) for r in records]
+        rows = cluster_summaries(db, records, now)
         if fmt == "json":
             if verbose:
                 for row in rows:
@@ -226,7 +249,7 @@ def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False
         elif not orphans:
             typer.echo("No clusters. Launch one with `skyc apply TASK.yaml`.")
         if orphans:
-            _print_orphans(db.path, orphans, bool(rows))
+            print_orphans(db, orphans, bool(rows))
 
 
 def _one(db: StateDB, name: str) -> ClusterRecord:
@@ -242,7 +265,7 @@ def _one(db: StateDB, name: str) -> ClusterRecord:
         workspace = None
     if workspace is not None and has_stack(workspace):
         raise StateError(
-            f"no cluster named '{name}' in {db.path}, but its workspace {workspace} holds "
+            f"no cluster named '{name}' in {db.where}, but its workspace {workspace} holds "
             "a stack: what it created may still exist",
             hint=f"record it again with `skyc state adopt {name}`, or destroy it with "
             f"`skyc down {name}`")
@@ -255,13 +278,13 @@ def _orphan_dict(orphan: Orphan) -> dict[str, Any]:
             "adopt": f"skyc state adopt {orphan.name}", "destroy": f"skyc down {orphan.name}"}
 
 
-def _print_orphans(db_path: Path, orphans: list[Orphan], after_table: bool) -> None:
+def print_orphans(db: StateDB, orphans: list[Orphan], after_table: bool) -> None:
     """The workspaces the state has no record of, what to do with them, and the copies
-    of the state that may still know them."""
+    of a sqlite state that may still know them."""
     from skyc.state.database import kept_backups
 
     lines = ["" if after_table else "No clusters recorded.",
-             f"Cluster workspaces without a record in {db_path} (what their stacks created "
+             f"Cluster workspaces without a record in {db.where} (what their stacks created "
              "may still exist, and cost money):"]
     width = max(len(o.name) for o in orphans)
     for orphan in orphans:
@@ -269,7 +292,7 @@ def _print_orphans(db_path: Path, orphans: list[Orphan], after_table: bool) -> N
         lines.append(f"  {orphan.name:<{width}}  {orphan.cloud or '-'}  {nodes}  "
                      f"{orphan.workspace}")
     lines.append("Record one again: skyc state adopt NAME    destroy it: skyc down NAME")
-    copies = kept_backups(db_path)
+    copies = kept_backups(db.path) if db.path is not None else []
     if copies:
         lines.append("Copies of the state skyc kept (put one back with `skyc state restore "
                      "--from FILE`):")
@@ -289,80 +312,8 @@ def _refresh(db: StateDB, record: ClusterRecord) -> ClusterRecord:
         return record
 
 
-state_app = typer.Typer(
-    help="The state database (state.db): put back a copy skyc kept, or record a cluster "
-    "again from its workspace.",
-    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
-)
-
-
-@state_app.command("restore")
-def state_restore(
-    source: str | None = typer.Option(
-        None, "--from", metavar="FILE",
-        help="The copy to put back (default: state.db.bak, the latest one)."),
-) -> None:
-    """Replace state.db with a copy skyc kept; the database it replaces is kept beside
-    it. Run it while no other skyc command runs."""
-    from pathlib import Path
-
-    from skyc.apply.orphans import orphan_workspaces
-    from skyc.state.database import StateDB, backup_path, default_path, restore_state
-
-    path = default_path()
-    copy = Path(source) if source else backup_path(path)
-    if source is None and not copy.exists():
-        _no_latest_copy(path, copy)
-    kept = restore_state(path, copy)
-    typer.echo(f"restored {path} from {copy}")
-    if kept is not None:
-        typer.echo(f"the database it replaced is kept as {kept}")
-    with StateDB(path) as db:
-        known = db.list_clusters()
-        orphans = orphan_workspaces(r.name for r in known)
-    typer.echo(f"{len(known)} cluster(s) recorded; `skyc status --refresh` checks them "
-               "against their stacks and nodes")
-    if orphans:
-        _print_orphans(path, orphans, True)
-
-
-def _no_latest_copy(path: Path, latest: Path) -> None:
-    from skyc.errors import StateError
-    from skyc.state.database import kept_backups
-
-    copies = kept_backups(path)
-    if copies:
-        raise StateError(f"no copy of the state database at {latest}",
-                         hint="pick one of the copies skyc kept with --from: "
-                         + ", ".join(str(c) for c in copies))
-    raise StateError(f"no copy of the state database at {latest}: skyc keeps one once a "
-                     "cluster was recorded, started, stopped or removed",
-                     hint="`skyc status` lists the workspaces to adopt (`skyc state adopt "
-                     "NAME`)")
-
-
-@state_app.command("adopt")
-def state_adopt(
-    names: list[str] = typer.Argument(..., metavar="CLUSTER",
-                                      help="Clusters whose workspaces have no record."),
-) -> None:
-    """Record clusters again from their workspaces ($SKYC_HOME/clusters/NAME): the
-    stack's engine, and the nodes and placement of the last apply."""
-    from skyc.apply.orphans import adopt_workspace
-    from skyc.state.database import StateDB
-
-    with StateDB() as db:
-        for name in names:
-            record = adopt_workspace(db, name)
-            typer.echo(f"{name}: recorded again ({record.status}, {infra(record)}, "
-                       f"{len(record.nodes)} node(s)); check it with `skyc status "
-                       f"--refresh {name}`")
-
-
 def register(app: typer.Typer) -> None:
     from skyc.cli.output import json_errors
-
-    app.add_typer(state_app, name="state")
 
     @app.command("status")
     @functools.partial(json_errors, document="status")

@@ -24,6 +24,8 @@ Every section is optional::
     gcp:
       project: my-project
       reservations: [my-h200-reservation]   # on-demand offers that need one (a3-ultra, a4)
+    state: postgresql://skyc@db.example.com:5432/skyc   # a team's state; default: sqlite
+                                      # (SKYC_STATE_URL wins; the password from PGPASSWORD)
 """
 
 from __future__ import annotations
@@ -150,6 +152,20 @@ class SkycConfig(_Model):
     engine: EngineName | dict[str, EngineName] | None = None
     pulumi: PulumiConfig = _section(PulumiConfig)
     policy: str | None = None  # a policy file's path (skyc.review.policy)
+    state: str | None = None  # "sqlite" (the default) or postgresql://... (skyc.state.url)
+
+    @field_validator("state")
+    @classmethod
+    def _state_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            from skyc.state.url import check_setting
+
+            try:
+                check_setting(value, "state")
+            except ConfigError as exc:  # the message names the URL without its password
+                raise ValueError(f"{exc.message.removeprefix('state: ')}; {exc.hint}"
+                                 ) from None
+        return value
 
     def engine_for(self, target: str) -> tuple[str | None, str | None]:
         """(the engine the config names for ``target``, the config-wide default)."""

@@ -1,2 +1,3 @@
 """skyc's own state: clusters, their jobs, managed jobs, events and the per-cluster
-locks (sqlite, with its migrations and kept copies)."""
+locks; in sqlite (the embedded default, with its migrations and kept copies) or in a
+team's PostgreSQL database, one schema and its migrations for both."""

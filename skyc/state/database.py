@@ -1,29 +1,30 @@
-"""Local state: clusters, their jobs and their event trail, in ``$SKYC_HOME/state.db``.
+"""The state: clusters, their jobs and their event trail, in ``$SKYC_HOME/state.db``
+(sqlite, the default) or in a team's PostgreSQL database (``state:`` in the config, or
+``SKYC_STATE_URL``: :mod:`skyc.state.url`). :class:`StateDB` writes its SQL once; the
+store under it (:mod:`skyc.state.sqlite_store`, :mod:`skyc.state.pg_store`) says it in
+its dialect (:mod:`skyc.state.dialect`).
 
-sqlite (stdlib) in WAL mode with a busy timeout, so several skyc processes can
-read and write at once. Structured columns hold JSON documents wrapped with a
-version (``{"v": 1, "data": ...}``); never pickles. The schema version lives in
-``PRAGMA user_version`` and :data:`MIGRATIONS` brings an older database up to
-date when it is opened. Values under secret-looking keys (passwords, tokens,
+Several skyc processes can read and write at once; each write is one transaction (all
+of it, or nothing). Structured columns hold JSON documents wrapped with a version
+(``{"v": 1, "data": ...}``); never pickles. The schema's version and
+:data:`MIGRATIONS`, which bring an older database up to date when it is opened, are in
+:mod:`skyc.state.migrations`. Values under secret-looking keys (passwords, tokens,
 private keys) are replaced by ``"<redacted>"`` before anything is written.
 
-The file is 0600. After each change of a cluster's lifecycle and before each
-migration a checked copy is kept in ``state.db.bak`` (:func:`backup_path`); one kept
-from before the database was found empty is renamed ``state.db.bak-<time>``, and
+The sqlite file is 0600. After each change of a cluster's lifecycle and before each
+migration a checked copy of it is kept in ``state.db.bak`` (:func:`backup_path`); one
+kept from before the database was found empty is renamed ``state.db.bak-<time>``, and
 :func:`restore_state` (``skyc state restore``) puts a copy back. A damaged, full,
 locked or read-only file is a :class:`~skyc.errors.StateError` naming it and the way
-out (:func:`file_error`); a read-only ``SKYC_HOME`` is read, never written.
+out (:func:`file_error`); a read-only ``SKYC_HOME`` is read, never written. A
+PostgreSQL database that cannot be reached, refuses the credentials or has a newer
+schema is a :class:`~skyc.errors.StateError` naming its URL without the password.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,16 +35,10 @@ from skyc.state.dbfile import (
     default_path,
     file_error,
     kept_backups,
-    open_read_only,
-    prepare_file,
-    read_only_error,
-    recovery_hint,
     restore_state,
-    stamp,
-    temp_beside,
-    write_copy,
 )
-from skyc.state.migrations import MIGRATIONS, SCHEMA_VERSION, migrate, user_version
+from skyc.state.dialect import Row, Store, Tx
+from skyc.state.migrations import MIGRATIONS, SCHEMA_VERSION, migrate
 from skyc.state.records import (
     CLUSTER_STATUSES,
     JOB_STATUSES,
@@ -56,90 +51,70 @@ from skyc.state.records import (
     check_value,
     cluster_from_row,
     dump_payload,
+    event_from_row,
     job_from_row,
     job_status_from_node,
-    load_payload,
     redact,
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from skyc.model.nodes import ClusterInfo
     from skyc.optimizer.plan import Placement
 # -- the database ------------------------------------------------------------
 
+_IN_CHUNK = 500   # ids per ``IN (...)`` (sqlite allows 32766 parameters, older ones 999)
+
+
+def open_store(path: Path | None = None, url: str | None = None) -> Store:
+    """The sqlite file ``path``, or the PostgreSQL database ``url``; with neither, the
+    state this user configured (``SKYC_STATE_URL``, the config's ``state:``, else
+    ``$SKYC_HOME/state.db``)."""
+    if path is None and url is None:
+        from skyc.state.url import state_url
+
+        url = state_url()
+    if url is not None:
+        from skyc.state.pg_store import PostgresStore
+
+        return PostgresStore(url)
+    from skyc.state.sqlite_store import SqliteStore
+
+    if path is None:
+        from skyc.settings.home import ensure_home
+
+        path = ensure_home() / "state.db"
+    return SqliteStore(path)
+
 
 class StateDB:
-    """Typed access to ``state.db``. Safe to use from several processes at once.
+    """Typed access to the state. Safe to use from several processes at once.
 
-    On a read-only ``SKYC_HOME`` it reads (``read_only``) and refuses every write
-    with a :class:`StateError` naming the file. A failure of the file itself
-    (damaged, full, locked) is a :class:`StateError` that says how to recover.
-    After each change of a cluster's lifecycle (recorded, new status, forgotten) and
-    before each migration it keeps a checked copy in :func:`backup_path`."""
+    ``StateDB()`` opens the state this user configured; ``StateDB(path)`` the sqlite
+    file ``path``; ``StateDB(url=...)`` a PostgreSQL database. ``where`` names it in
+    messages (a file, or a URL without its password); ``path`` is the sqlite file (None
+    on PostgreSQL). On a read-only ``SKYC_HOME`` it reads (``read_only``) and refuses
+    every write. After each change of a cluster's lifecycle (recorded, new status,
+    forgotten) the sqlite store keeps a checked copy in :func:`backup_path`."""
 
-    def __init__(self, path: Path | None = None) -> None:
-        if path is None:
-            from skyc.settings.home import ensure_home
+    def __init__(self, path: Path | None = None, *, url: str | None = None) -> None:
+        self.store = open_store(path, url)
+        self.path = self.store.path
+        self.where = self.store.where
+        self.kind = self.store.dialect.kind
 
-            path = ensure_home() / "state.db"
-        self.path = path
-        self.read_only = False
-        self._lock = threading.RLock()
-        self._conn = self._open()
-
-    def _open(self) -> sqlite3.Connection:
-        if not prepare_file(self.path):
-            self.read_only = True
-            return open_read_only(self.path)
-        self._conn = connect(self.path)
-        try:
-            self._migrate()
-        except sqlite3.Error as exc:
-            self._conn.close()
-            raise file_error(self.path, exc) or StateError(
-                f"state database {self.path} is unreadable: {exc}",
-                hint=recovery_hint(self.path)) from None
-        except BaseException:
-            self._conn.close()
-            raise
-        return self._conn
-
-    def _migrate(self) -> None:
-        version = user_version(self._conn)
-        if version == 0:
-            self._keep_earlier_backup()
-        elif version < SCHEMA_VERSION:
-            self.backup()
-        migrate(self._conn)
-
-    def _keep_earlier_backup(self) -> None:
-        """An empty database (new, or emptied): a copy kept from before it is renamed,
-        so that this database's copies do not replace it."""
-        latest = backup_path(self.path)
-        with contextlib.suppress(OSError):
-            if latest.exists():
-                os.replace(latest, latest.with_name(f"{latest.name}-{stamp()}"))
+    @property
+    def read_only(self) -> bool:
+        return self.store.read_only
 
     def backup(self) -> Path | None:
-        """Rewrite :func:`backup_path` with a checked copy of the database; None when
-        none could be written (read-only, full, damaged), the database unchanged."""
-        if self.read_only:
-            return None
-        target = backup_path(self.path)
-        tmp = temp_beside(target)
-        try:
-            with self._lock:
-                write_copy(self._conn, tmp, "DELETE")
-            os.replace(tmp, target)
-        except (OSError, sqlite3.Error, StateError):
-            return None
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
-        return target
+        """A checked copy of a sqlite state (:func:`backup_path`); None when none was
+        written (read-only, full, damaged, or a PostgreSQL state)."""
+        return self.store.backup()
 
     def close(self) -> None:
-        self._conn.close()
+        self.store.close()
 
     def __enter__(self) -> StateDB:
         return self
@@ -147,43 +122,19 @@ class StateDB:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        if self.read_only:
-            raise read_only_error(self.path)
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._conn
-                except BaseException:
-                    if self._conn.in_transaction:
-                        self._conn.execute("ROLLBACK")
-                    raise
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                error = file_error(self.path, exc)
-                if error is None:
-                    raise
-                raise error from None
+    def _write(self) -> contextlib.AbstractContextManager[Tx]:
+        return self.store.transaction()
 
-    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+    def transaction(self) -> contextlib.AbstractContextManager[Tx]:
         """One write transaction (for tables kept by other modules, e.g. managed jobs)."""
-        return self._write()
+        return self.store.transaction()
 
-    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[Row]:
         """Rows of one read."""
-        return self._read(sql, args)
+        return self.store.read(sql, args)
 
-    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            try:
-                return list(self._conn.execute(sql, args).fetchall())
-            except sqlite3.Error as exc:
-                error = file_error(self.path, exc)
-                if error is None:
-                    raise
-                raise error from None
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Row]:
+        return self.store.read(sql, args)
 
     # clusters --------------------------------------------------------------
 
@@ -283,11 +234,11 @@ class StateDB:
         check_value(status, ClusterStatus, "cluster status")
         with self._write() as conn:
             before = _status_of(conn, name)
-            cur = conn.execute(
+            changed = conn.execute(
                 "UPDATE clusters SET status = ?, updated_at = ? WHERE name = ?",
                 (status, time.time(), name),
             )
-            if cur.rowcount == 0:
+            if changed == 0:
                 raise StateError(f"no cluster named '{name}' in the state database")
         if before != status:
             self.backup()
@@ -295,10 +246,9 @@ class StateDB:
     def remove_cluster(self, name: str) -> bool:
         """Forget a cluster with its jobs and events; False if it was not there."""
         with self._write() as conn:
-            cur = conn.execute("DELETE FROM clusters WHERE name = ?", (name,))
+            removed = conn.execute("DELETE FROM clusters WHERE name = ?", (name,)) > 0
             conn.execute("DELETE FROM jobs WHERE cluster = ?", (name,))
             conn.execute("DELETE FROM events WHERE cluster = ?", (name,))
-            removed = cur.rowcount > 0
         if removed:
             self.backup()
         return removed
@@ -320,15 +270,16 @@ class StateDB:
         now = time.time()
         check_value(status, JobStatus, "job status")
         with self._write() as conn:
-            cur = conn.execute(
+            row = conn.insert(
                 "INSERT INTO jobs (cluster, name, status, submitted_at, started_at, exit_codes,"
                 " log_path, job_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (cluster, name, status, now, now if status == "RUNNING" else None,
                  dump_payload({}), log_path, job_id),
             )
-            job_id = int(cur.lastrowid or 0)
-            conn.execute("UPDATE clusters SET last_job = ? WHERE name = ?", (job_id, cluster))
-        return job_id
+            # The newest job wins when two are added at once (row ids only grow).
+            conn.execute("UPDATE clusters SET last_job = ? WHERE name = ?"
+                         " AND (last_job IS NULL OR last_job < ?)", (row, cluster, row))
+        return row
 
     def update_job(
         self,
@@ -340,7 +291,8 @@ class StateDB:
     ) -> JobRecord:
         """Change a job; RUNNING stamps ``started_at``, a final status ``ended_at``."""
         with self._write() as conn:
-            rows = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchall()
+            rows = conn.rows("SELECT * FROM jobs WHERE id = ?" + conn.dialect.for_update,
+                             (job_id,))
             if not rows:
                 raise StateError(f"no job with id {job_id} in the state database")
             job = job_from_row(rows[0])
@@ -369,6 +321,18 @@ class StateDB:
     def get_job(self, job_id: int) -> JobRecord | None:
         rows = self._read("SELECT * FROM jobs WHERE id = ?", (job_id,))
         return job_from_row(rows[0]) if rows else None
+
+    def jobs_by_id(self, ids: Iterable[int]) -> dict[int, JobRecord]:
+        """The jobs with these row ids (a cluster listing's last jobs: a few reads, not
+        one per cluster)."""
+        wanted = sorted(set(ids))
+        found: dict[int, JobRecord] = {}
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = tuple(wanted[start:start + _IN_CHUNK])
+            marks = ", ".join("?" * len(chunk))
+            for row in self._read(f"SELECT * FROM jobs WHERE id IN ({marks})", chunk):
+                found[int(row["id"])] = job_from_row(row)
+        return found
 
     def find_job(self, cluster: str, job_id: int) -> JobRecord | None:
         """The job that cluster ``cluster`` knows as ``job_id``."""
@@ -403,26 +367,26 @@ class StateDB:
         self, cluster: str, kind: str, message: str, data: dict[str, Any] | None = None
     ) -> int:
         with self._write() as conn:
-            cur = conn.execute(
+            return conn.insert(
                 "INSERT INTO events (cluster, ts, kind, message, data) VALUES (?, ?, ?, ?, ?)",
                 (cluster, time.time(), kind, message, None if data is None else dump_payload(data)),
             )
-            return int(cur.lastrowid or 0)
+
+    def last_events(self, kind: str) -> dict[str, EventRecord]:
+        """Each cluster's newest event of ``kind`` (one read for every cluster)."""
+        rows = self._read("SELECT * FROM events WHERE id IN (SELECT MAX(id) FROM events"
+                          " WHERE kind = ? GROUP BY cluster)", (kind,))
+        return {str(r["cluster"]): event_from_row(r) for r in rows}
 
     def events(self, cluster: str) -> list[EventRecord]:
         rows = self._read("SELECT * FROM events WHERE cluster = ? ORDER BY id", (cluster,))
-        return [
-            EventRecord(
-                id=r["id"], cluster=r["cluster"], ts=r["ts"], kind=r["kind"],
-                message=r["message"], data=load_payload(r["data"], f"event {r['id']} data"),
-            )
-            for r in rows
-        ]
+        return [event_from_row(r) for r in rows]
 
 
-def _status_of(conn: sqlite3.Connection, name: str) -> str | None:
-    row = conn.execute("SELECT status FROM clusters WHERE name = ?", (name,)).fetchone()
-    return None if row is None else str(row[0])
+def _status_of(conn: Tx, name: str) -> str | None:
+    rows = conn.rows("SELECT status FROM clusters WHERE name = ?" + conn.dialect.for_update,
+                     (name,))
+    return str(rows[0]["status"]) if rows else None
 
 
 __all__ = [
@@ -444,6 +408,7 @@ __all__ = [
     "job_status_from_node",
     "kept_backups",
     "migrate",
+    "open_store",
     "redact",
     "restore_state",
 ]

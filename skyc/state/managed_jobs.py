@@ -1,4 +1,5 @@
-"""Managed jobs in the state database (tables made by the state's migration 4).
+"""Managed jobs in the state database (tables made by the state's migration 4), on
+either store (sqlite or PostgreSQL: the SQL goes through the dialect's transaction).
 
 A managed job outlives its clusters: destroying a cluster leaves these rows alone.
 The lease columns (``lease_owner``, ``lease_until``) make sure one controller at a
@@ -8,19 +9,22 @@ time supervises a job: it is taken and renewed in one write transaction each.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from skyc.errors import StateError
-from skyc.jobs.records import (
-    MANAGED_STATUSES,
-    AttemptRecord,
-    JobSpecDoc,
-    ManagedJob,
-    ManagedStatus,
-    TrailEvent,
-)
 from skyc.state.database import StateDB
 from skyc.state.records import dump_payload, load_payload
+
+if TYPE_CHECKING:
+    # Imported where used: skyc.jobs (its package) imports this module.
+    from skyc.jobs.records import (
+        AttemptRecord,
+        JobSpecDoc,
+        ManagedJob,
+        ManagedStatus,
+        TrailEvent,
+    )
 
 _COLUMNS = frozenset({
     "name", "status", "task_index", "restarts", "recoveries", "cluster", "cluster_job",
@@ -40,18 +44,17 @@ class ManagedJobStore:
     def add(self, name: str | None, task_path: str, spec: JobSpecDoc, num_tasks: int) -> int:
         now = time.time()
         with self.db.transaction() as conn:
-            cur = conn.execute(
+            job_id = conn.insert(
                 "INSERT INTO managed_jobs (name, status, task_path, spec, num_tasks,"
                 " submitted_at, updated_at) VALUES (?, 'PENDING', ?, ?, ?, ?, ?)",
                 (name, task_path, dump_payload(spec.model_dump(mode="json")), num_tasks, now, now))
-            job_id = int(cur.lastrowid or 0)
             conn.execute("INSERT INTO managed_events (job, ts, status, message) VALUES"
                          " (?, ?, 'PENDING', 'submitted')", (job_id, now))
         return job_id
 
     def get(self, job_id: int) -> ManagedJob | None:
         rows = self.db.query("SELECT * FROM managed_jobs WHERE id = ?", (job_id,))
-        return _job(rows[0]) if rows else None
+        return job_from_row(rows[0]) if rows else None
 
     def require(self, job_id: int) -> ManagedJob:
         job = self.get(job_id)
@@ -60,7 +63,7 @@ class ManagedJobStore:
         return job
 
     def all_jobs(self) -> list[ManagedJob]:
-        return [_job(r) for r in self.db.query("SELECT * FROM managed_jobs ORDER BY id")]
+        return [job_from_row(r) for r in self.db.query("SELECT * FROM managed_jobs ORDER BY id")]
 
     def update(self, job_id: int, **changes: Any) -> None:
         unknown = set(changes) - _COLUMNS
@@ -76,6 +79,8 @@ class ManagedJobStore:
     def set_status(self, job_id: int, status: ManagedStatus, message: str,
                    data: dict[str, Any] | None = None, **changes: Any) -> None:
         """Enter ``status``: one trail event (when, where, why) and the job's row."""
+        from skyc.jobs.records import MANAGED_STATUSES
+
         if status not in MANAGED_STATUSES:
             raise StateError(f"invalid managed job status {status!r}")
         now = time.time()
@@ -107,12 +112,11 @@ class ManagedJobStore:
         owner's lease has not expired."""
         now = time.time()
         with self.db.transaction() as conn:
-            cur = conn.execute(
+            return conn.execute(
                 "UPDATE managed_jobs SET lease_owner = ?, lease_until = ?, controller_pid = ?,"
                 " updated_at = ? WHERE id = ? AND (lease_owner IS NULL OR lease_owner = ?"
                 " OR lease_until IS NULL OR lease_until < ?)",
-                (owner, now + ttl, pid, now, job_id, owner, now))
-            return cur.rowcount == 1
+                (owner, now + ttl, pid, now, job_id, owner, now)) == 1
 
     def release_lease(self, job_id: int, owner: str) -> None:
         with self.db.transaction() as conn:
@@ -124,11 +128,10 @@ class ManagedJobStore:
     def open_attempt(self, job_id: int, task_index: int, cluster: str, infra: str,
                      hourly_cost: float) -> int:
         with self.db.transaction() as conn:
-            cur = conn.execute(
+            return conn.insert(
                 "INSERT INTO managed_attempts (job, task_index, cluster, infra, hourly_cost,"
                 " started_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (job_id, task_index, cluster, infra, hourly_cost, time.time()))
-            return int(cur.lastrowid or 0)
 
     def set_attempt_job(self, attempt: int, cluster_job: int) -> None:
         with self.db.transaction() as conn:
@@ -143,15 +146,12 @@ class ManagedJobStore:
     def attempts(self, job_id: int) -> list[AttemptRecord]:
         rows = self.db.query("SELECT * FROM managed_attempts WHERE job = ? ORDER BY id",
                              (job_id,))
-        return [AttemptRecord(**dict(r)) for r in rows]
+        return [attempt_from_row(r) for r in rows]
 
     def trail(self, job_id: int) -> list[TrailEvent]:
         rows = self.db.query("SELECT * FROM managed_events WHERE job = ? ORDER BY id",
                              (job_id,))
-        return [TrailEvent(id=r["id"], job=r["job"], ts=r["ts"], status=r["status"],
-                           message=r["message"],
-                           data=load_payload(r["data"], f"managed job {r['job']} event"))
-                for r in rows]
+        return [trail_from_row(r) for r in rows]
 
     def cost(self, job_id: int) -> float:
         """USD so far: each attempt's $/hour times the time its cluster was up."""
@@ -159,7 +159,23 @@ class ManagedJobStore:
         return sum(a.cost(now) for a in self.attempts(job_id))
 
 
-def _job(row: Any) -> ManagedJob:
+def attempt_from_row(row: Mapping[str, Any]) -> AttemptRecord:
+    from skyc.jobs.records import AttemptRecord
+
+    return AttemptRecord(**dict(row))
+
+
+def trail_from_row(row: Mapping[str, Any]) -> TrailEvent:
+    from skyc.jobs.records import TrailEvent
+
+    return TrailEvent(id=row["id"], job=row["job"], ts=row["ts"], status=row["status"],
+                      message=row["message"],
+                      data=load_payload(row["data"], f"managed job {row['job']} event"))
+
+
+def job_from_row(row: Mapping[str, Any]) -> ManagedJob:
+    from skyc.jobs.records import JobSpecDoc, ManagedJob
+
     doc = dict(row)
     doc["spec"] = JobSpecDoc.model_validate(
         load_payload(doc.pop("spec"), f"managed job {doc['id']} spec") or {})

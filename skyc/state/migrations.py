@@ -1,26 +1,23 @@
-"""The state database's schema and its migrations: the version lives in ``PRAGMA
-user_version``, and :data:`MIGRATIONS` brings an older database up to date when it is
-opened."""
+"""The state database's schema and its migrations, one list for both dialects (written
+in sqlite's words, said in PostgreSQL's by :mod:`skyc.state.dialect`). The version lives
+in sqlite's ``PRAGMA user_version``, and in PostgreSQL's table ``skyc_schema``
+(:mod:`skyc.state.pg_store`); :data:`MIGRATIONS` brings an older database up to date
+when it is opened, in one transaction."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from skyc.errors import StateError
+from skyc.state.dialect import SQLITE, Dialect, Row, Tx, split_statements
 
 # -- schema migrations -------------------------------------------------------
 
 
-def _run_statements(conn: sqlite3.Connection, sql: str) -> None:
-    # One statement at a time: executescript() would commit the open transaction.
-    for statement in sql.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-def _m1_initial(conn: sqlite3.Connection) -> None:
-    _run_statements(conn, _M1_SQL)
+def _m1_initial(tx: Tx) -> None:
+    tx.script(_M1_SQL)
 
 
 _M1_SQL = """
@@ -60,25 +57,29 @@ _M1_SQL = """
 """
 
 
-def _m2_last_job_and_indexes(conn: sqlite3.Connection) -> None:
-    conn.execute("ALTER TABLE clusters ADD COLUMN last_job INTEGER")
-    conn.execute("CREATE INDEX jobs_by_cluster ON jobs (cluster, id)")
-    conn.execute("CREATE INDEX events_by_cluster ON events (cluster, id)")
-    conn.execute(
+def _m2_last_job_and_indexes(tx: Tx) -> None:
+    tx.script("""
+        ALTER TABLE clusters ADD COLUMN last_job INTEGER;
+        CREATE INDEX jobs_by_cluster ON jobs (cluster, id);
+        CREATE INDEX events_by_cluster ON events (cluster, id)
+    """)
+    tx.execute(
         "UPDATE clusters SET last_job = "
         "(SELECT MAX(id) FROM jobs WHERE jobs.cluster = clusters.name)"
     )
 
 
-def _m3_cluster_job_ids(conn: sqlite3.Connection) -> None:
+def _m3_cluster_job_ids(tx: Tx) -> None:
     """Jobs carry the id their cluster gave them (the one queue and logs accept)."""
-    conn.execute("ALTER TABLE jobs ADD COLUMN job_id INTEGER")
-    conn.execute("CREATE UNIQUE INDEX jobs_by_cluster_job ON jobs (cluster, job_id)")
+    tx.script("""
+        ALTER TABLE jobs ADD COLUMN job_id INTEGER;
+        CREATE UNIQUE INDEX jobs_by_cluster_job ON jobs (cluster, job_id)
+    """)
 
 
-def _m4_managed_jobs(conn: sqlite3.Connection) -> None:
+def _m4_managed_jobs(tx: Tx) -> None:
     """Managed jobs, their attempts and their trail: history that outlives clusters."""
-    _run_statements(conn, _M4_SQL)
+    tx.script(_M4_SQL)
 
 
 _M4_SQL = """
@@ -129,30 +130,66 @@ _M4_SQL = """
 """
 
 
-# MIGRATIONS[i] takes a database from user_version i to i + 1.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+# MIGRATIONS[i] takes a database from version i to i + 1.
+MIGRATIONS: list[Callable[[Tx], None]] = [
     _m1_initial,
     _m2_last_job_and_indexes,
     _m3_cluster_job_ids,
     _m4_managed_jobs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+# The tables, parents before children (the order a copy writes them in).
+TABLES = ("clusters", "jobs", "events", "managed_jobs", "managed_attempts", "managed_events")
+
+
+def newer_schema_error(version: int, where: str | None = None) -> StateError:
+    """A database that a newer skyc migrated (``where``: the file or the URL, without
+    its password)."""
+    named = "state database" if where is None else f"the state database {where} has"
+    return StateError(
+        f"{named} schema version {version} is newer than this skyc understands "
+        f"({SCHEMA_VERSION})",
+        hint="upgrade skyc (everyone sharing this state needs the same or a newer one), "
+        "or point SKYC_HOME or SKYC_STATE_URL elsewhere",
+    )
+
+
+# -- sqlite's connection as a transaction -----------------------------------------
+
+
+class SqliteTx:
+    """:class:`~skyc.state.dialect.Tx` on a sqlite connection (autocommit mode: the
+    caller opens and ends the transaction)."""
+
+    dialect: Dialect = SQLITE
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> int:
+        return self.conn.execute(sql, tuple(args)).rowcount
+
+    def insert(self, sql: str, args: Sequence[Any] = ()) -> int:
+        return int(self.conn.execute(sql, tuple(args)).lastrowid or 0)
+
+    def rows(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
+        cur = self.conn.execute(sql, tuple(args))
+        names = [d[0] for d in cur.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def script(self, sql: str) -> None:
+        # One statement at a time: executescript() would commit the open transaction.
+        for statement in split_statements(sql):
+            self.conn.execute(statement)
 
 
 def user_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def newer_schema_error(version: int) -> StateError:
-    return StateError(
-        f"state database schema version {version} is newer than this skyc "
-        f"understands ({SCHEMA_VERSION})",
-        hint="upgrade skyc, or point SKYC_HOME at another directory",
-    )
-
-
 def migrate(conn: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:
-    """Apply pending migrations (in one write transaction); return the new version."""
+    """Apply pending migrations to a sqlite database (in one write transaction);
+    return the new version."""
     version = user_version(conn)
     if version > SCHEMA_VERSION:
         raise newer_schema_error(version)
@@ -164,7 +201,7 @@ def migrate(conn: sqlite3.Connection, upto: int = SCHEMA_VERSION) -> int:
         if version > SCHEMA_VERSION:
             raise newer_schema_error(version)
         for step in range(version, upto):
-            MIGRATIONS[step](conn)
+            MIGRATIONS[step](SqliteTx(conn))
             conn.execute(f"PRAGMA user_version = {step + 1}")
         conn.execute("COMMIT")
     except BaseException:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
+from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -118,7 +118,7 @@ def load_payload(text: str | None, where: str) -> Any:
 # -- rows as records -----------------------------------------------------------
 
 
-def cluster_from_row(row: sqlite3.Row) -> ClusterRecord:
+def cluster_from_row(row: Mapping[str, Any]) -> ClusterRecord:
     where = f"cluster '{row['name']}'"
     return ClusterRecord(
         name=row["name"], status=row["status"], cloud=row["cloud"], region=row["region"],
@@ -139,7 +139,7 @@ def job_status_from_node(status: str) -> JobStatus | None:
     return table.get(status)
 
 
-def job_from_row(row: sqlite3.Row) -> JobRecord:
+def job_from_row(row: Mapping[str, Any]) -> JobRecord:
     return JobRecord(
         id=row["id"], job_id=row["job_id"], cluster=row["cluster"], name=row["name"],
         status=row["status"],
@@ -148,3 +148,9 @@ def job_from_row(row: sqlite3.Row) -> JobRecord:
         exit_codes=load_payload(row["exit_codes"], f"job {row['id']} exit codes") or {},
         log_path=row["log_path"],
     )
+
+
+def event_from_row(row: Mapping[str, Any]) -> EventRecord:
+    return EventRecord(id=row["id"], cluster=row["cluster"], ts=row["ts"], kind=row["kind"],
+                       message=row["message"],
+                       data=load_payload(row["data"], f"event {row['id']} data"))

@@ -1,4 +1,5 @@
-"""The state database: records, jobs, events, migrations, concurrency."""
+"""The state database: records, jobs, events, migrations, concurrency; each test that
+takes ``state`` runs on sqlite and on PostgreSQL (tests/state/conftest.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from skyc.state.database import (
     connect,
     migrate,
 )
+from tests.state.conftest import StateKind
 
 
 def _record(name: str = "c1", **kw: object) -> ClusterRecord:
@@ -45,8 +47,8 @@ def test_default_path_is_under_skyc_home(tmp_path: Path, monkeypatch: pytest.Mon
     assert (tmp_path / "state.db").exists()
 
 
-def test_cluster_roundtrip_and_update(tmp_path: Path) -> None:
-    with StateDB(tmp_path / "s.db") as db:
+def test_cluster_roundtrip_and_update(state: StateKind) -> None:
+    with state.open() as db:
         assert db.get_cluster("c1") is None
         db.upsert_cluster(_record())
         got = db.get_cluster("c1")
@@ -57,7 +59,9 @@ def test_cluster_roundtrip_and_update(tmp_path: Path) -> None:
         assert got.updated_at is not None
         db.upsert_cluster(_record(status="UP", hourly_cost=1.5))
         db.upsert_cluster(_record("a0"))
-        assert [c.name for c in db.list_clusters()] == ["a0", "c1"]
+        db.upsert_cluster(_record("B2"))
+        # the same order on both kinds (bytewise, as sqlite sorts)
+        assert [c.name for c in db.list_clusters()] == ["B2", "a0", "c1"]
         again = db.get_cluster("c1")
         assert again is not None and again.status == "UP" and again.hourly_cost == 1.5
         db.set_cluster_status("c1", "STOPPED")
@@ -65,8 +69,8 @@ def test_cluster_roundtrip_and_update(tmp_path: Path) -> None:
         assert stopped is not None and stopped.status == "STOPPED"
 
 
-def test_status_errors(tmp_path: Path) -> None:
-    with StateDB(tmp_path / "s.db") as db:
+def test_status_errors(state: StateKind) -> None:
+    with state.open() as db:
         with pytest.raises(StateError, match="no cluster named 'nope'"):
             db.set_cluster_status("nope", "UP")
         db.upsert_cluster(_record())
@@ -74,8 +78,8 @@ def test_status_errors(tmp_path: Path) -> None:
             db.set_cluster_status("c1", "RUNNING")  # type: ignore[arg-type]
 
 
-def test_jobs_and_last_job(tmp_path: Path) -> None:
-    with StateDB(tmp_path / "s.db") as db:
+def test_jobs_and_last_job(state: StateKind) -> None:
+    with state.open() as db:
         db.upsert_cluster(_record())
         j1 = db.add_job("c1", "train", log_path="/logs/1.log")
         j2 = db.add_job("c1", "eval")
@@ -101,8 +105,8 @@ def test_jobs_and_last_job(tmp_path: Path) -> None:
             db.update_job(j2, status="DONE")  # type: ignore[arg-type]
 
 
-def test_events_keep_order_and_data_and_redact_secrets(tmp_path: Path) -> None:
-    with StateDB(tmp_path / "s.db") as db:
+def test_events_keep_order_and_data_and_redact_secrets(state: StateKind) -> None:
+    with state.open() as db:
         db.add_event("c1", "attempt", "aws/us-east-1/us-east-1a", {"zone": "us-east-1a"})
         db.add_event(
             "c1", "failover", "InsufficientInstanceCapacity: blocked zone",
@@ -117,29 +121,45 @@ def test_events_keep_order_and_data_and_redact_secrets(tmp_path: Path) -> None:
             "code": "InsufficientInstanceCapacity", "aws_secret_access_key": "<redacted>",
             "nested": [{"password": "<redacted>", "ok": 1}],
         }
-    raw = (tmp_path / "s.db").read_bytes()
-    assert b"abc" not in raw and b'"pw"' not in raw
+    raw = state.dump()
+    assert "abc" not in raw and "'pw'" not in raw and '"pw"' not in raw
+    assert "<redacted>" in raw
+    if state.path is not None:
+        raw_file = state.path.read_bytes()
+        assert b"abc" not in raw_file and b'"pw"' not in raw_file
 
 
-def test_payloads_are_versioned_json(tmp_path: Path) -> None:
-    with StateDB(tmp_path / "s.db") as db:
+def test_payloads_are_versioned_json(state: StateKind) -> None:
+    with state.open() as db:
         db.upsert_cluster(_record())
-    conn = sqlite3.connect(tmp_path / "s.db")
-    placement, nodes = conn.execute("SELECT placement, nodes FROM clusters").fetchone()
+    [(placement, nodes)] = state.raw("SELECT placement, nodes FROM clusters")
     assert json.loads(placement) == {
         "v": 1, "data": {"accelerators": {"A100": 8}, "instance_type": "p4d.24xlarge"},
     }
     assert json.loads(nodes)["v"] == 1
     # a payload from a future skyc is refused with a clear error, not misread
-    conn.execute("UPDATE clusters SET nodes = ?", (json.dumps({"v": 99, "data": []}),))
-    conn.commit()
-    conn.close()
-    with StateDB(tmp_path / "s.db") as db, pytest.raises(StateError, match="payload version 99"):
+    state.raw("UPDATE clusters SET nodes = ?", (json.dumps({"v": 99, "data": []}),))
+    with state.open() as db, pytest.raises(StateError, match="payload version 99"):
         db.get_cluster("c1")
 
 
-def test_remove_cluster_forgets_jobs_and_events(tmp_path: Path) -> None:
-    with StateDB(tmp_path / "s.db") as db:
+def test_a_failed_write_leaves_nothing_behind(state: StateKind) -> None:
+    with state.open() as db:
+        db.upsert_cluster(_record())
+        with pytest.raises(RuntimeError), db.transaction() as tx:
+            tx.insert("INSERT INTO events (cluster, ts, kind, message) VALUES (?, ?, ?, ?)",
+                      ("c1", 1.0, "apply", "half"))
+            tx.execute("UPDATE clusters SET status = 'UP' WHERE name = 'c1'")
+            raise RuntimeError("interrupted between two writes")
+        assert db.events("c1") == []
+        got = db.get_cluster("c1")
+        assert got is not None and got.status == "INIT"
+        db.add_event("c1", "apply", "whole")   # the connection is still good
+        assert [e.message for e in db.events("c1")] == ["whole"]
+
+
+def test_remove_cluster_forgets_jobs_and_events(state: StateKind) -> None:
+    with state.open() as db:
         db.upsert_cluster(_record())
         db.add_job("c1", "train")
         db.add_event("c1", "apply", "applied")
@@ -177,14 +197,46 @@ def test_old_schema_is_migrated(tmp_path: Path) -> None:
     check.close()
 
 
-def test_newer_schema_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "new.db"
-    StateDB(path).close()
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA user_version = 42")
-    conn.close()
-    with pytest.raises(StateError, match="schema version 42 is newer"):
-        StateDB(path)
+def test_old_postgres_schema_is_migrated(postgres_url: str) -> None:
+    """The same migrations bring a PostgreSQL database up from version 1."""
+    import psycopg
+
+    from skyc.state.migrations import MIGRATIONS
+    from skyc.state.pg_store import PostgresTx
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        with conn.transaction():
+            MIGRATIONS[0](PostgresTx(conn))  # type: ignore[arg-type]
+            conn.execute("CREATE TABLE skyc_schema (id INTEGER PRIMARY KEY, version INTEGER)")
+            conn.execute("INSERT INTO skyc_schema VALUES (1, 1)")
+        conn.execute(
+            "INSERT INTO clusters (name, status, cloud, placement, nodes, hourly_cost,"
+            " updated_at) VALUES ('old', 'UP', 'aws', %s, %s, 2.0, 1.0)",
+            (json.dumps({"v": 1, "data": {}}), json.dumps({"v": 1, "data": []})))
+        conn.execute("INSERT INTO jobs (cluster, name, status, submitted_at, exit_codes)"
+                     " VALUES ('old', 'j', 'SUCCEEDED', 1.0, %s)",
+                     (json.dumps({"v": 1, "data": {"head": 0}}),))
+    with StateDB(url=postgres_url) as db:
+        old = db.get_cluster("old")
+        assert old is not None and old.last_job == 1  # filled in by migration 2
+        assert db.store.schema_version() == SCHEMA_VERSION
+        assert db.add_job("old", "next") == 2
+    with psycopg.connect(postgres_url) as conn:
+        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes")}
+    assert {"jobs_by_cluster", "events_by_cluster", "managed_events_by_job"} <= indexes
+
+
+def test_newer_schema_is_refused(state: StateKind) -> None:
+    state.open().close()
+    if state.path is not None:
+        state.raw("PRAGMA user_version = 42")
+    else:
+        state.raw("UPDATE skyc_schema SET version = 42")
+    with pytest.raises(StateError, match="schema version 42 is newer") as info:
+        state.open()
+    assert "upgrade skyc" in (info.value.hint or "")
+    if state.url:
+        assert "pg-test-Secret" not in str(info.value) and "skyc:***@" in str(info.value)
 
 
 def test_garbage_file_is_a_state_error(tmp_path: Path) -> None:
@@ -198,7 +250,8 @@ _WRITER = """
 import sys
 from pathlib import Path
 from skyc.state.database import StateDB
-db = StateDB(Path(sys.argv[1]))
+where = sys.argv[1]
+db = StateDB(url=where) if "://" in where else StateDB(Path(where))
 for i in range(50):
     db.add_event("c1", "attempt", f"{sys.argv[2]}-{i}")
     db.add_job("c1", f"{sys.argv[2]}-{i}")
@@ -206,27 +259,32 @@ db.close()
 """
 
 
-def test_concurrent_processes_lose_no_writes(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
+def test_concurrent_processes_lose_no_writes(state: StateKind) -> None:
+    where = state.url or str(state.path)
     env = dict(os.environ)
     procs = [
-        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"w{n}"], env=env,
+        subprocess.Popen([sys.executable, "-c", _WRITER, where, f"w{n}"], env=env,
                          cwd=Path(__file__).parents[2])
         for n in range(4)
     ]
     for proc in procs:
         assert proc.wait(timeout=120) == 0
-    with StateDB(path) as db:
+    with state.open() as db:
         messages = {e.message for e in db.events("c1")}
         assert len(messages) == 200
-        assert len(db.list_jobs("c1")) == 200
+        jobs = db.list_jobs("c1")
+        assert len(jobs) == 200 and len({j.id for j in jobs}) == 200
 
 
-def test_placement_and_up_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_placement_and_up_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  state: StateKind) -> None:
+    """``StateDB()`` opens the state SKYC_STATE_URL names (the file in SKYC_HOME without)."""
     from skyc.model.nodes import ClusterInfo, Node
     from skyc.optimizer.plan import Placement
 
     monkeypatch.setenv("SKYC_HOME", str(tmp_path))
+    if state.url:
+        monkeypatch.setenv("SKYC_STATE_URL", state.url)
     first = Placement(cloud="aws", region="us-east-1", zone="us-east-1a",
                       instance_type="g5.xlarge", accelerators={"A10G": 1}, hourly_cost=1.0)
     second = first.model_copy(update={"zone": "us-east-1b", "hourly_cost": 1.1})
@@ -254,3 +312,4 @@ def test_placement_and_up_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         assert db.mark_cluster_up("gpu", info, second).launched_at == up.launched_at
         # a different placement drops the stale nodes
         assert db.upsert_cluster_from_placement("gpu", first).nodes == []
+    assert (tmp_path / "state.db").exists() == (state.kind == "sqlite")

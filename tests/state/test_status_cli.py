@@ -1,4 +1,5 @@
-"""``skyc status`` as a user runs it: a real subprocess over a real state database."""
+"""``skyc status`` as a user runs it: a real subprocess over a real state database (the
+tests that take ``state`` run on sqlite and on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -16,19 +17,27 @@ import pytest
 from skyc.cli.cmd_status import format_age, refresh_cluster, resources
 from skyc.errors import StateError
 from skyc.state.database import ClusterRecord, StateDB
+from tests.state.conftest import StateKind
 from tests.support.terraform import requires_terraform
 
 
-def _skyc(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _skyc(home: Path, *args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, SKYC_HOME=str(home), COLUMNS="200")
+    env.pop("SKYC_STATE_URL", None)
+    if url is not None:
+        env["SKYC_STATE_URL"] = url
     return subprocess.run(
         [sys.executable, "-m", "skyc", *args], capture_output=True, text=True, env=env,
         timeout=60, cwd=Path(__file__).parents[2],
     )
 
 
-def _seed(home: Path) -> None:
-    with StateDB(home / "state.db") as db:
+def _open(home: Path, state: StateKind | None = None) -> StateDB:
+    return state.open() if state is not None and state.url else StateDB(home / "state.db")
+
+
+def _seed(home: Path, state: StateKind | None = None) -> None:
+    with _open(home, state) as db:
         db.upsert_cluster(ClusterRecord(
             name="train", status="UP", cloud="aws", region="us-east-1", zone="us-east-1b",
             placement={"instance_type": "p4d.24xlarge", "accelerators": {"A100": 8},
@@ -45,17 +54,17 @@ def _seed(home: Path) -> None:
         db.add_event("train", "apply", "applied 13 resources")
 
 
-def test_empty_state_is_friendly(tmp_path: Path) -> None:
-    out = _skyc(tmp_path, "status")
+def test_empty_state_is_friendly(tmp_path: Path, state: StateKind) -> None:
+    out = _skyc(tmp_path, "status", url=state.url)
     assert out.returncode == 0, out.stderr
     assert "No clusters" in out.stdout
-    json_out = _skyc(tmp_path, "status", "--format", "json")
+    json_out = _skyc(tmp_path, "status", "--format", "json", url=state.url)
     assert json_out.returncode == 0
     assert json.loads(json_out.stdout) == {"format_version": "1.2", "clusters": [], "orphans": []}
 
 
-def test_unknown_cluster_is_an_error(tmp_path: Path) -> None:
-    out = _skyc(tmp_path, "status", "nope")
+def test_unknown_cluster_is_an_error(tmp_path: Path, state: StateKind) -> None:
+    out = _skyc(tmp_path, "status", "nope", url=state.url)
     assert out.returncode == 1
     assert "no cluster named 'nope'" in out.stderr
     assert "Traceback" not in out.stderr
@@ -66,9 +75,9 @@ def test_bad_format_is_an_error(tmp_path: Path) -> None:
     assert out.returncode == 1 and "--format" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_table_lists_clusters(tmp_path: Path) -> None:
-    _seed(tmp_path)
-    out = _skyc(tmp_path, "status")
+def test_table_lists_clusters(tmp_path: Path, state: StateKind) -> None:
+    _seed(tmp_path, state)
+    out = _skyc(tmp_path, "status", url=state.url)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].split()[:2] == ["CLUSTER", "INFRA"]
@@ -80,9 +89,9 @@ def test_table_lists_clusters(tmp_path: Path) -> None:
     assert "Events" not in out.stdout
 
 
-def test_verbose_shows_event_trail(tmp_path: Path) -> None:
-    _seed(tmp_path)
-    out = _skyc(tmp_path, "status", "train", "-v")
+def test_verbose_shows_event_trail(tmp_path: Path, state: StateKind) -> None:
+    _seed(tmp_path, state)
+    out = _skyc(tmp_path, "status", "train", "-v", url=state.url)
     assert out.returncode == 0, out.stderr
     assert "dev" not in out.stdout
     trail = out.stdout[out.stdout.index("Events of train"):]
@@ -90,9 +99,9 @@ def test_verbose_shows_event_trail(tmp_path: Path) -> None:
     assert "InsufficientInstanceCapacity in us-east-1a" in trail
 
 
-def test_json_output(tmp_path: Path) -> None:
-    _seed(tmp_path)
-    out = _skyc(tmp_path, "status", "train", "--format", "json", "-v")
+def test_json_output(tmp_path: Path, state: StateKind) -> None:
+    _seed(tmp_path, state)
+    out = _skyc(tmp_path, "status", "train", "--format", "json", "-v", url=state.url)
     assert out.returncode == 0, out.stderr
     (row,) = json.loads(out.stdout)["clusters"]
     assert row["name"] == "train" and row["status"] == "UP"
@@ -104,15 +113,15 @@ def test_json_output(tmp_path: Path) -> None:
     assert row["events"][0]["data"] == {"blocked": "aws/us-east-1/us-east-1a"}
 
 
-def test_refresh_cluster_sets_status_from_probe(tmp_path: Path) -> None:
-    _seed(tmp_path)
+def test_refresh_cluster_sets_status_from_probe(tmp_path: Path, state: StateKind) -> None:
+    _seed(tmp_path, state)
     seen: list[str] = []
 
     def probe(record: ClusterRecord) -> str:
         seen.append(record.name)
         return "STOPPED"
 
-    with StateDB(tmp_path / "state.db") as db:
+    with _open(tmp_path, state) as db:
         updated = refresh_cluster(db, "train", probe)
         assert seen == ["train"] and updated.status == "STOPPED"
         stored = db.get_cluster("train")
