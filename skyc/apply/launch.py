@@ -445,7 +445,11 @@ def managed_job_of(cluster: str, db: StateDB | None = None) -> ManagedJob | None
 def check_not_managed(cluster: str, doing: str = "destroying", *, for_job: int | None = None,
                       db: StateDB | None = None) -> None:
     """Refuse to end a managed job's cluster from outside its controller: that would
-    cancel the job with no recovery. ``for_job``: the job whose controller acts."""
+    cancel the job with no recovery. ``for_job``: the job whose controller acts. A live
+    service replica's cluster is refused too (its service takes it down)."""
+    from skyc.serve.ownership import check_not_replica
+
+    check_not_replica(cluster, doing)
     job = managed_job_of(cluster, db)
     if job is None or job.id == for_job:
         return
@@ -459,9 +463,11 @@ def check_not_managed(cluster: str, doing: str = "destroying", *, for_job: int |
 
 def skip_managed(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """``skyc down -a``: the clusters to destroy, and a note for each managed job's
-    cluster left alone."""
+    cluster and each service replica's left alone."""
+    from skyc.serve.ownership import skip_replicas
+
+    names, notes = skip_replicas(names)
     kept: list[str] = []
-    notes: list[str] = []
     for name in names:
         job = managed_job_of(name)
         if job is None:

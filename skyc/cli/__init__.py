@@ -214,8 +214,8 @@ COMMAND_MODULES = {
     "compile": "cmd_stacks", "destroy": "cmd_stacks", "down": "cmd_stacks",
     "apply": "cmd_apply", "launch": "cmd_apply",
     "exec": "cmd_jobs", "queue": "cmd_jobs", "logs": "cmd_jobs", "cancel": "cmd_jobs",
-    "jobs": "cmd_managed",
-    "status": "cmd_status", "state": "cmd_status",
+    "jobs": "cmd_managed", "serve": "cmd_serve",
+    "status": "cmd_status", "state": "cmd_state",
     "autostop": "cmd_lifecycle", "stop": "cmd_lifecycle", "start": "cmd_lifecycle",
     "ssh": "cmd_ssh", "ssh-config": "cmd_ssh",
 }

@@ -307,7 +307,8 @@ def _task_problems(task: Task, shown: str, lines: LineMap, inputs: _Inputs) -> t
     if task.service is not None:
         warnings.append(SpecProblem(
             file=shown, path="service", line=lines.get(("service",)), severity="warning",
-            message="skyc does not serve models; the 'service' section is ignored",
+            message="the 'service' section is served by `skyc serve up` (on local); "
+                    "plan, apply and launch run the task as one cluster and ignore it",
         ))
     warnings += _not_honoured(task, shown, lines)
     return task, errors, warnings

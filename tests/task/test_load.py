@@ -123,7 +123,7 @@ def test_service_is_accepted_with_a_warning(tmp_path: Path) -> None:
     service = loaded.tasks[0].service
     assert service is not None and service.dump() == {"replicas": 2}
     assert loaded.warnings[0].path == "service"
-    assert "ignored" in loaded.warnings[0].message
+    assert "skyc serve up" in loaded.warnings[0].message
 
 
 def test_expand_preferences_and_overrides() -> None:
