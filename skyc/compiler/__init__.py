@@ -102,19 +102,34 @@ def build_stack(
     config: SkycConfig,
     workspace: Path,
 ) -> Stack:
-    """The cluster's stack. Pure: reads nothing and writes nothing on disk."""
+    """The cluster's stack. Reads only the owner recorded in ``workspace`` (see
+    :func:`skyc.stacks.workspace.cluster_owner`: a new cluster's is the config's), and
+    writes nothing on disk. The stack's ``labels`` hold the owner for
+    :func:`workspace_values` to record."""
     from skyc.compiler.base import BuildRequest, check_supported
-    from skyc.stacks.workspace import check_cluster_name
+    from skyc.model.owner import OWNER_LABEL, owner
+    from skyc.stacks.workspace import check_cluster_name, cluster_owner
 
     check_cluster_name(cluster)
     check_supported(capabilities(placement.cloud), placement, candidate)
-    return lowering(placement.cloud).build(BuildRequest(
+    who = cluster_owner(workspace, owner(config))
+    stack = lowering(placement.cloud).build(BuildRequest(
         cluster=cluster, placement=placement, candidate=candidate, config=config,
-        workspace=workspace))
+        workspace=workspace, owner=who))
+    labels = {k: v for k, v in stack.labels.items() if k != OWNER_LABEL}
+    stack.labels = dict(sorted({**labels, **({OWNER_LABEL: who} if who else {})}.items()))
+    return stack
 
 
 def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
-    """Values of the stack's input variables; may create files (the cluster's SSH key)."""
+    """Values of the stack's input variables; may create files (the cluster's SSH key),
+    and records the cluster's owner (from the stack's labels) the first time."""
+    from skyc.model.owner import OWNER_LABEL
+    from skyc.stacks.workspace import record_owner
+
+    who = stack.labels.get(OWNER_LABEL)
+    if who:
+        record_owner(workspace, who)
     return lowering(stack.cloud).workspace_values(stack, workspace)
 
 

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from skyc.errors import ConfigError, EngineError, ProvisionError, UnsupportedFeature
+from skyc.model.owner import OWNER_LABEL
+from skyc.model.owner import owner_hash as hash_of_owner
 from skyc.optimizer.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
@@ -60,8 +62,13 @@ class Capabilities(NamedTuple):
 
 
 class BuildRequest(BaseModel):
-    """One cluster to lower: its name, placement and resources, the config, and the
-    workspace its stack is written to."""
+    """One cluster to lower: its name, placement and resources, the config, the
+    workspace its stack is written to, and its owner (:mod:`skyc.model.owner`; None
+    for a cluster created before owners were recorded, whose names stay as they were).
+
+    Names on a cloud carry the owner's hash (``owner_hash``) after skyc's cluster name,
+    the cluster part cut to fit where a cloud's limit asks; every resource is labelled
+    with the cluster and, where there is one, the owner (``labels``)."""
 
     # Built on first use: a target's record (plan, check) needs no lowering request.
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
@@ -71,11 +78,24 @@ class BuildRequest(BaseModel):
     candidate: ResourceCandidate
     config: SkycConfig
     workspace: Path
+    owner: str | None = None
 
     @property
     def labels(self) -> dict[str, str]:
         """The labels every resource of the cluster carries."""
-        return cluster_labels(self.cluster, self.candidate)
+        return cluster_labels(self.cluster, self.candidate, self.owner)
+
+    @property
+    def owner_hash(self) -> str:
+        """The owner's short hash for names on a cloud; empty for a cluster without a
+        recorded owner."""
+        return hash_of_owner(self.owner) if self.owner else ""
+
+    @property
+    def name_on_cloud(self) -> str:
+        """``<cluster>-<owner hash>`` (the cluster alone without an owner): the part of
+        the cloud's names that says whose cluster it is, where no limit cuts it."""
+        return f"{self.cluster}-{self.owner_hash}" if self.owner else self.cluster
 
     @property
     def jobs_controller(self) -> bool:
@@ -177,9 +197,12 @@ def check_accelerator_args(args: Mapping[str, Any]) -> None:
             "tpu_vm: false")
 
 
-def cluster_labels(cluster: str, candidate: ResourceCandidate) -> dict[str, str]:
-    """The labels every resource of the cluster carries."""
-    return dict(sorted({**candidate.labels, CLUSTER_LABEL: cluster}.items()))
+def cluster_labels(cluster: str, candidate: ResourceCandidate,
+                   owner: str | None = None) -> dict[str, str]:
+    """The labels every resource of the cluster carries: the task's, the cluster's
+    name and its owner (when it has one)."""
+    ours = {CLUSTER_LABEL: cluster, **({OWNER_LABEL: owner} if owner else {})}
+    return dict(sorted({**candidate.labels, **ours}.items()))
 
 
 def no_workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:

@@ -112,16 +112,15 @@ class Artifacts:
 
 def stack_files(cluster: str, placement: Placement, task: Task, config: SkycConfig,
                 engine: str) -> dict[str, str]:
-    """The cluster's stack as its engine's emitter writes it (pure)."""
-    import tempfile
-
+    """The cluster's stack as its engine's emitter writes it (pure: the cluster's
+    workspace is read, for the owner recorded when it was created, never written)."""
     from skyc.compiler import build_stack
     from skyc.stacks.engines import emit
+    from skyc.stacks.workspace import cluster_workspace
 
     candidate = task.candidates()[placement.candidate_index]
-    with tempfile.TemporaryDirectory(prefix="skyc-stack-") as tmp:
-        stack = build_stack(cluster, placement, candidate, config=config,
-                            workspace=Path(tmp) / cluster)
+    stack = build_stack(cluster, placement, candidate, config=config,
+                        workspace=cluster_workspace(cluster))
     return emit(stack, engine)
 
 

@@ -5,6 +5,10 @@ expected files of every engine its target supports (terraform: main.tf.json;
 pulumi: __main__.py and Pulumi.yaml). ``outcomes.json`` (next to the target
 folders) records what every registered target does with every case: ``ok`` or
 the error it refuses it with. ``SKYC_REGEN=1`` rewrites the expected files.
+
+Every case's config names its owner (:data:`OWNER`, unless the case's config.json
+names one), so the names its owner's hash gives the cloud resources do not depend on
+the machine's user and host.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from skyc.task.candidate import ResourceCandidate
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "compile"
 OUTCOMES = ROOT / "outcomes.json"
+OWNER = "alice@workstation"
 
 
 def regen() -> bool:
@@ -44,6 +49,8 @@ def load(case: Path) -> tuple[str, Placement, ResourceCandidate, SkycConfig]:
         if config_file.exists()
         else SkycConfig()
     )
+    if config.user is None:
+        config = config.model_copy(update={"user": OWNER})
     return case.name.replace("_", "-"), placement, candidate, config
 
 

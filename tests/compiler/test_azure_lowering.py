@@ -17,16 +17,18 @@ import pytest
 
 from skyc.compiler import build_stack, choose_engine, nodes_from_outputs, workspace_values
 from skyc.errors import ConfigError, EngineError, UnsupportedFeature
+from skyc.model.owner import owner_hash
 from skyc.optimizer.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks.pulumi_preview import RecordedResource, run_program
 from skyc.stacks.pulumi_python import program
 from skyc.task.candidate import ResourceCandidate
-from tests.compiler.golden import ROOT, compile_case
+from tests.compiler.golden import OWNER, ROOT, compile_case
 
 CASES = ROOT / "azure"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGolden skyc-test"
 VM = "azure-native:compute:VirtualMachine"
+OWNED = owner_hash(OWNER)  # the golden cases' owner's hash, in every name
 EXTENSION = "azure-native:compute:VirtualMachineExtension"
 HPC = ("microsoft-dsvm", "ubuntu-hpc", "2204")
 ROCM = ("microsoft-dsvm", "ubuntu-hpc", "2204-rocm")
@@ -64,10 +66,11 @@ def _common(recorded: list[RecordedResource], cluster: str, size: str, nodes: in
         assert vm["tags"]["skyc-cluster"] == cluster
         assert vm["tags"]["skyc-node"] == ("head" if rank == 0 else f"worker{rank}")
     (group,) = _of(recorded, "azure-native:resources:ResourceGroup")
-    assert group["resourceGroupName"] == f"skyc-{cluster}"
+    assert group["resourceGroupName"] == f"skyc-{cluster}-{OWNED}"
     for res in recorded:
         if res.type.startswith("azure-native:") and res.type != "azure-native:network:Subnet":
             assert res.inputs["tags"]["skyc-cluster"] == cluster, res.type
+            assert res.inputs["tags"]["skyc-owner"] == OWNER, res.type
     nics = _of(recorded, "azure-native:network:NetworkInterface")
     assert [n["ipConfigurations"][0]["privateIPAddress"] for n in nics] == [
         f"10.0.0.{4 + i}" for i in range(nodes)]
@@ -124,7 +127,7 @@ def test_a10_boots_ubuntu_with_the_grid_driver_extension(tmp_path: Path) -> None
     (extension,) = _of(recorded, EXTENSION)
     assert (extension["publisher"], extension["type"], extension["typeHandlerVersion"]) == (
         "Microsoft.HpcCompute", "NvidiaGpuDriverLinux", "1.6")
-    assert extension["vmName"] == "skyc-a10-grid-head"      # the VM's name, resolved
+    assert extension["vmName"] == f"skyc-a10-grid-{OWNED}-head"  # the VM's name, resolved
     assert extension["resourceGroupName"] == vm["resourceGroupName"]  # the same group
     assert extension["autoUpgradeMinorVersion"] is True
     assert extension["tags"]["skyc-cluster"] == "a10-grid"

@@ -16,10 +16,11 @@ from skyc.compiler.gcp.machines import bundles_local_ssd
 pytest.importorskip("pulumi_gcp", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
 
 from skyc.compiler.gcp.outputs import nodes
+from skyc.model.owner import owner_hash
 from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from skyc.stacks.pulumi_preview import RecordedResource, run_program
-from tests.compiler.golden import ROOT, compile_case
+from tests.compiler.golden import OWNER, ROOT, compile_case
 
 KEYS = "skyc:ssh-ed25519 AAAA test"
 INSTANCE = "gcp:compute/instance:Instance"
@@ -118,9 +119,11 @@ def test_network_firewall_labels_and_metadata(name: str, tmp_path: Path) -> None
         assert meta["ssh-keys"] == KEYS and meta["enable-oslogin"] == "FALSE"
         assert meta["startup-script"].startswith("#!/bin/bash\n# skyc node bootstrap")
         assert "PRIVATE KEY" not in str(inputs)
-        assert inputs["name"].startswith(f"skyc-{stack.name}-")
+        assert inputs["name"].startswith(f"skyc-{stack.name}-{owner_hash(OWNER)}-")
+        assert inputs["labels"]["skyc-owner"] == "alice_workstation"  # GCP's label rules
     if name == "a100x8_a2":  # the task's labels, made to fit GCP's rules
         assert machines[0].inputs["labels"] == {"cost_center": "42", "skyc-cluster": stack.name,
+                                                "skyc-owner": "alice_workstation",
                                                 "team": "ml-research"}
 
 

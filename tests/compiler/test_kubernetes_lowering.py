@@ -19,12 +19,13 @@ from skyc.compiler.kubernetes import manifest, selectors
 from skyc.compiler.kubernetes.lowering import AMD_IMAGE, DEFAULT_IMAGE, SUPPORTED_VERSIONS
 from skyc.compiler.kubernetes.nodes import node_list_offers
 from skyc.errors import ConfigError, EngineError, UnsupportedFeature
+from skyc.model.owner import owner_hash
 from skyc.optimizer.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks.pulumi_preview import run_program
 from skyc.stacks.pulumi_python import program
 from skyc.task.candidate import ResourceCandidate
-from tests.compiler.golden import ROOT, compile_case, load
+from tests.compiler.golden import OWNER, ROOT, compile_case, load
 
 CASES = sorted(p.parent for p in (ROOT / "kubernetes").glob("*/placement.json"))
 NODE_LISTS = Path(__file__).resolve().parents[1] / "fixtures" / "kubernetes"
@@ -78,8 +79,9 @@ def test_the_cases_cover_what_they_are_named_for(tmp_path: Path) -> None:
     assert l4["volumes"][0] == {"emptyDir": {"medium": "Memory", "sizeLimit": "13Gi"},
                                 "name": "dshm"}
     h100 = pods("h100_network_best")
-    assert [p["metadata"]["name"] for p in h100] == ["h100-network-best-head",
-                                                     "h100-network-best-worker1"]
+    owned = owner_hash(OWNER)  # the golden cases' owner: in every name
+    assert [p["metadata"]["name"] for p in h100] == [f"h100-network-best-{owned}-head",
+                                                     f"h100-network-best-{owned}-worker1"]
     assert all(p["metadata"]["namespace"] == "training" for p in h100)
     assert h100[1]["spec"]["containers"][0]["resources"]["limits"] == {
         "nvidia.com/gpu": "8", "rdma/ib": "1"}
@@ -243,14 +245,15 @@ def test_nodes_from_outputs(tmp_path: Path) -> None:
 
 
 def test_pod_config_cannot_take_the_pod_from_skyc(tmp_path: Path) -> None:
-    config = SkycConfig.model_validate({"kubernetes": {"pod_config": {
-        "metadata": {"name": "other", "labels": {"skyc-cluster": "x"}},
+    config = SkycConfig.model_validate({"user": "bob", "kubernetes": {"pod_config": {
+        "metadata": {"name": "other", "labels": {"skyc-cluster": "x", "skyc-owner": "eve"}},
         "spec": {"hostname": "h", "containers": [{"name": "sidecar", "image": "busybox"}]}}}})
     stack = build_stack("c1", _placement(), ResourceCandidate(index=0), config=config,
                         workspace=tmp_path)
     pod = copy.deepcopy(stack.resource("node_0").properties)
-    assert pod["metadata"]["name"] == "c1-head"
+    assert pod["metadata"]["name"] == f"c1-{owner_hash('bob')}-head"
     assert pod["metadata"]["labels"]["skyc-cluster"] == "c1"
+    assert pod["metadata"]["labels"]["skyc-owner"] == "bob"
     assert pod["spec"]["hostname"] == "head"
     assert [c["name"] for c in pod["spec"]["containers"]] == ["node", "sidecar"]
 

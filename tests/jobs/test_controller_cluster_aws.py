@@ -44,6 +44,14 @@ def _resources(candidate: ResourceCandidate, tmp_path: Path) -> dict[str, Any]:
     return doc
 
 
+def _role_name(cluster: str, config: SkycConfig | None = None) -> str:
+    """The role's name on AWS: the cluster's, with its owner's hash (skyc.model.owner)."""
+    from skyc.model.owner import owner, owner_hash
+    from skyc.settings.config import load_config
+
+    return f"skyc-{cluster}-{owner_hash(owner(config or load_config()))}"
+
+
 def test_the_controller_cluster_gets_a_role_and_its_instances_the_profile(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKYC_HOME", str(tmp_path / "home"))
@@ -51,7 +59,7 @@ def test_the_controller_cluster_gets_a_role_and_its_instances_the_profile(
     [role] = found["aws_iam_role"].values()
     [profile] = found["aws_iam_instance_profile"].values()
     [policy] = found["aws_iam_role_policy"].values()
-    assert role["name"] == profile["name"] == f"skyc-{controller_cluster_name()}"
+    assert role["name"] == profile["name"] == _role_name(controller_cluster_name())
     trust = json.loads(role["assume_role_policy"])
     assert trust["Statement"] == [{"Action": "sts:AssumeRole", "Effect": "Allow",
                                    "Principal": {"Service": "ec2.amazonaws.com"}}]
@@ -135,14 +143,15 @@ def test_the_controller_stack_applies_on_moto_and_leaves_no_role(
     name = controller_cluster_name()
     provision(name, PLACEMENT, _controller_candidate(), config=config)
     iam, ec2 = moto.client("iam"), moto.client("ec2")
+    role_name = _role_name(name, config)
     try:
-        role = iam.get_role(RoleName=f"skyc-{name}")["Role"]
+        role = iam.get_role(RoleName=role_name)["Role"]
         assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
             "Service": "ec2.amazonaws.com"}
-        assert iam.list_role_policies(RoleName=f"skyc-{name}")["PolicyNames"] == [
+        assert iam.list_role_policies(RoleName=role_name)["PolicyNames"] == [
             "skyc-job-clusters"]
-        profile = iam.get_instance_profile(InstanceProfileName=f"skyc-{name}")
-        assert [r["RoleName"] for r in profile["InstanceProfile"]["Roles"]] == [f"skyc-{name}"]
+        profile = iam.get_instance_profile(InstanceProfileName=role_name)
+        assert [r["RoleName"] for r in profile["InstanceProfile"]["Roles"]] == [role_name]
         [instance] = [i for r in ec2.describe_instances(Filters=[
             {"Name": "tag:skyc-cluster", "Values": [name]},
             {"Name": "instance-state-name", "Values": ["running", "pending"]}])["Reservations"]

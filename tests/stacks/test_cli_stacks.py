@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from skyc.apply.provision import provision
+from skyc.model.owner import owner_hash
 from skyc.optimizer.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
@@ -33,6 +35,30 @@ def _skyc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         cwd=cwd, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
         stdin=subprocess.DEVNULL,
     )
+
+
+def test_an_unnamed_task_compiles_to_its_owners_generated_cluster(
+    skyc_home: Path, tmp_path: Path
+) -> None:
+    """No name and no -c: the cluster is ``skyc-<hash>-<user>`` of the config's user, the
+    same on every run (compiling again into the same folder changes nothing), and its
+    cloud names carry the owner's hash."""
+    skyc_home.mkdir(parents=True, exist_ok=True)
+    (skyc_home / "config.yaml").write_text("user: ci-bot@runner\n")
+    (tmp_path / "task.yaml").write_text(TASK.replace("name: train\n", ""))
+    runs = []
+    for _ in range(2):
+        result = _skyc("compile", "task.yaml", "-o", "out", "--infra", "aws/us-east-1",
+                       cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        runs.append(json.loads((tmp_path / "out" / "plan.json").read_text())["stacks"])
+    assert runs[0] == runs[1]
+    cluster = runs[0][0]["cluster"]
+    assert re.fullmatch(r"skyc-[0-9a-f]{6}-ci-bot", cluster), cluster
+    stack = json.loads((tmp_path / "out" / cluster / "main.tf.json").read_text())
+    key_pair = stack["resource"]["aws_key_pair"]["main"]
+    assert key_pair["key_name"] == f"skyc-{cluster}-{owner_hash('ci-bot@runner')}"
+    assert key_pair["tags"]["skyc-owner"] == "ci-bot@runner"
 
 
 def test_help_of_each_command(tmp_path: Path) -> None:

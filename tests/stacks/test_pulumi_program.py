@@ -21,10 +21,11 @@ pytest.importorskip("pulumi_aws", reason="the Pulumi SDKs (skyc[pulumi]) are not
 from skyc.compiler.aws.images import image_tag, select_image
 from skyc.compiler.aws.lowering import uses_efa
 from skyc.errors import EngineError
+from skyc.model.owner import owner_hash
 from skyc.stacks import Block, Ref, Resource, Stack, Var, emit, to_terraform
 from skyc.stacks.pulumi_preview import RecordedResource, run_program
 from skyc.stacks.terraform_json import address
-from tests.compiler.golden import case_id, cases, compile_case, load
+from tests.compiler.golden import OWNER, case_id, cases, compile_case, load
 
 AWS_CASES = [c for c in cases() if c.parent.name == "aws"]
 KEY = "ssh-ed25519 AAAA test"
@@ -60,11 +61,13 @@ def test_program_under_the_mock_runtime(case: Path, tmp_path: Path) -> None:
             assert inputs["ami"] == image.ref and image.ref.startswith("ami-")
             volume = inputs["rootBlockDevice"]
         assert inputs["instanceType"] == placement.instance_type
-        assert inputs["keyName"] == f"skyc-{stack.name}"       # a reference, resolved
+        owned = f"skyc-{stack.name}-{owner_hash(OWNER)}"  # the owner's hash in every name
+        assert inputs["keyName"] == owned                      # a reference, resolved
         assert volume["volumeType"] == "gp3"
         market = inputs.get("instanceMarketOptions")
         assert (market is not None and market["marketType"] == "spot") == placement.use_spot
-        assert inputs["tags"]["Name"].startswith(f"skyc-{stack.name}-")
+        assert inputs["tags"]["Name"].startswith(f"{owned}-")
+        assert inputs["tags"]["skyc-owner"] == OWNER
     assert recorded["key_pair"].inputs["publicKey"] == KEY
     assert recorded["subnet"].inputs["vpcId"] == "vpc-id"
     # Accelerators pick the image: NVIDIA GPU or Neuron images for accelerator nodes.

@@ -16,6 +16,13 @@ Nvidia Driver GPU AMI, which EC2 resolves from AWS's public SSM parameter at
 launch: such nodes are launched from a launch template holding that image and the
 root volume (the provider cannot map a root volume onto an image it cannot look
 up). The root volume is never smaller than the image.
+
+Names: the key pair, security group, launch template, placement group, IAM role and
+every ``Name`` tag are ``skyc-<cluster>-<owner hash>[-<what>]`` (see
+:class:`~skyc.compiler.base.BuildRequest`), so two people's clusters of one name in
+one account never collide; a cluster with no recorded owner keeps ``skyc-<cluster>``.
+Every resource that takes tags carries ``skyc-cluster``, ``skyc-owner`` and the
+task's labels.
 """
 
 from __future__ import annotations
@@ -170,7 +177,7 @@ def root_volume(candidate: ResourceCandidate, image: images.Image) -> Block:
     return _block("aws.ec2.InstanceRootBlockDeviceArgs", **volume_settings(candidate, image))
 
 
-def _launch_template(stack: Stack, labels: dict[str, str], cluster: str,
+def _launch_template(stack: Stack, labels: dict[str, str], name: str,
                      candidate: ResourceCandidate, image: images.Image) -> Block:
     """A launch template for an image EC2 resolves at launch (``resolve:ssm:``): the
     provider cannot map a root volume onto an image it cannot look up, so the template
@@ -178,11 +185,11 @@ def _launch_template(stack: Stack, labels: dict[str, str], cluster: str,
     volume = volume_settings(candidate, image)
     ebs = {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in volume.items()}
     stack.add(_resource("launch_template", "launch_template", "main", {
-        "name": f"skyc-{cluster}", "image_id": image.ref, "update_default_version": True,
+        "name": f"skyc-{name}", "image_id": image.ref, "update_default_version": True,
         "block_device_mappings": [_block(
             "aws.ec2.LaunchTemplateBlockDeviceMappingArgs", device_name=ROOT_DEVICE,
             ebs=_block("aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs", **ebs))],
-        "tags": _tags(labels, f"skyc-{cluster}"),
+        "tags": _tags(labels, f"skyc-{name}"),
     }))
     return _block("aws.ec2.InstanceLaunchTemplateArgs",
                   id=Ref(resource="launch_template", attribute="id"), version="$Default")
@@ -193,8 +200,8 @@ SUBNET_ID = Ref(resource="subnet", attribute="id")
 SG_ID = Ref(resource="security_group", attribute="id")
 
 
-def _network(stack: Stack, labels: dict[str, str], cluster: str, zone: str | None) -> None:
-    tags = _tags(labels, f"skyc-{cluster}")
+def _network(stack: Stack, labels: dict[str, str], name: str, zone: str | None) -> None:
+    tags = _tags(labels, f"skyc-{name}")
     stack.add(_resource("vpc", "vpc", "main", {
         "cidr_block": VPC_CIDR, "enable_dns_hostnames": True, "enable_dns_support": True,
         "tags": tags,
@@ -220,41 +227,44 @@ def _network(stack: Stack, labels: dict[str, str], cluster: str, zone: str | Non
 
 
 def _firewall(
-    stack: Stack, labels: dict[str, str], cluster: str, ports: tuple[str, ...], efa: bool
+    stack: Stack, labels: dict[str, str], request: BuildRequest, efa: bool
 ) -> None:
+    cluster, name_on_cloud = request.cluster, request.name_on_cloud
     stack.add(_resource("security_group", "security_group", "main", {
-        "name": f"skyc-{cluster}", "description": f"skyc cluster {cluster}",
-        "vpc_id": VPC_ID, "tags": _tags(labels, f"skyc-{cluster}"),
+        "name": f"skyc-{name_on_cloud}", "description": f"skyc cluster {cluster}",
+        "vpc_id": VPC_ID, "tags": _tags(labels, f"skyc-{name_on_cloud}"),
     }))
-    ranges = sorted({(22, 22), *(port_range(p) for p in ports)})
+    ranges = sorted({(22, 22), *(port_range(p) for p in request.candidate.ports)})
     for low, high in ranges:
         name = f"tcp_{low}" if low == high else f"tcp_{low}_{high}"
         stack.add(_resource("ingress_rule", f"ingress_{name}", name, {
             "security_group_id": SG_ID, "cidr_ipv4": "0.0.0.0/0",
             "ip_protocol": "tcp", "from_port": low, "to_port": high,
-            "tags": _tags(labels, f"skyc-{cluster}-{name}"),
+            "tags": _tags(labels, f"skyc-{name_on_cloud}-{name}"),
         }))
     # All traffic between the cluster's nodes (the VPC holds nothing else).
     stack.add(_resource("ingress_rule", "ingress_cluster", "cluster", {
         "security_group_id": SG_ID, "cidr_ipv4": VPC_CIDR,
-        "ip_protocol": "-1", "tags": _tags(labels, f"skyc-{cluster}-internal"),
+        "ip_protocol": "-1", "tags": _tags(labels, f"skyc-{name_on_cloud}-internal"),
     }))
     if efa:  # EFA traffic must be allowed to and from the security group itself
         for kind in ("ingress", "egress"):
             stack.add(_resource(f"{kind}_rule", f"{kind}_efa", "efa", {
                 "security_group_id": SG_ID, "referenced_security_group_id": SG_ID,
-                "ip_protocol": "-1", "tags": _tags(labels, f"skyc-{cluster}-efa-{kind}"),
+                "ip_protocol": "-1",
+                "tags": _tags(labels, f"skyc-{name_on_cloud}-efa-{kind}"),
             }))
     stack.add(_resource("egress_rule", "egress_all", "all", {
         "security_group_id": SG_ID, "cidr_ipv4": "0.0.0.0/0", "ip_protocol": "-1",
-        "tags": _tags(labels, f"skyc-{cluster}-egress"),
+        "tags": _tags(labels, f"skyc-{name_on_cloud}-egress"),
     }))
 
 
-def _controller_role(stack: Stack, labels: dict[str, str], cluster: str) -> Ref:
+def _controller_role(stack: Stack, labels: dict[str, str], request: BuildRequest) -> Ref:
     """The managed-jobs controller's IAM role, its policy (skyc.compiler.aws.roles) and
     the instance profile its nodes carry; returns the profile's name."""
-    name = roles.role_name(cluster)
+    cluster = request.cluster
+    name = roles.role_name(cluster, request.owner_hash)
     tags = _tags(labels, name)
     stack.add(_resource("iam_role", "controller_role", "controller", {
         "name": name, "description": f"skyc jobs controller {cluster}: provisions job clusters",
@@ -285,24 +295,25 @@ def wants_placement_group(placement: Placement, candidate: ResourceCandidate) ->
 
 
 def _instance_settings(
-    stack: Stack, labels: dict[str, str], cluster: str,
-    placement: Placement, candidate: ResourceCandidate,
+    stack: Stack, labels: dict[str, str], request: BuildRequest,
 ) -> tuple[dict[str, Any], list[str]]:
     """Arguments every node shares, and the changes its engine ignores."""
+    placement, candidate, name = request.placement, request.candidate, request.name_on_cloud
     image = images.select_image(placement, candidate, efa=uses_efa(placement, candidate))
     settings: dict[str, Any] = {
         "instance_type": placement.instance_type,
         "key_name": Ref(resource="key_pair", attribute="key_name"),
         "metadata_options": _block("aws.ec2.InstanceMetadataOptionsArgs",
                                    http_endpoint="enabled", http_tokens="required"),
-        "user_data": render("node_bootstrap.sh.j2", cluster=cluster, ssh_user=SSH_USER),
+        "user_data": render("node_bootstrap.sh.j2", cluster=request.cluster,
+                            ssh_user=SSH_USER),
         "volume_tags": dict(labels),
         # A shutdown from inside the node (autostop) stops an on-demand instance and
         # keeps its disk; a one-time spot instance can only terminate.
         "instance_initiated_shutdown_behavior": "terminate" if placement.use_spot else "stop",
     }
     if image.resolved_at_launch:
-        settings["launch_template"] = _launch_template(stack, labels, cluster, candidate, image)
+        settings["launch_template"] = _launch_template(stack, labels, name, candidate, image)
     else:
         settings.update(ami=image.ref, root_block_device=root_volume(candidate, image))
     ignore = ["vpc_security_group_ids"]  # not reported back by every EC2-compatible API
@@ -317,27 +328,27 @@ def _instance_settings(
         ignore.append("instance_market_options")
     if wants_placement_group(placement, candidate):
         stack.add(_resource("placement_group", "placement_group", "main", {
-            "name": f"skyc-{cluster}", "strategy": "cluster",
-            "tags": _tags(labels, f"skyc-{cluster}"),
+            "name": f"skyc-{name}", "strategy": "cluster",
+            "tags": _tags(labels, f"skyc-{name}"),
         }))
         settings["placement_group"] = Ref(resource="placement_group", attribute="id")
     return settings, sorted(ignore)
 
 
 def _instances(
-    stack: Stack, labels: dict[str, str], cluster: str,
-    placement: Placement, candidate: ResourceCandidate, profile: Ref | None = None,
+    stack: Stack, labels: dict[str, str], request: BuildRequest, profile: Ref | None = None,
 ) -> list[Ref]:
     """Adds one instance per node (and its EFA interface); returns the public IPs.
     ``profile``: the instance profile the nodes carry (the jobs controller's)."""
-    settings, ignore = _instance_settings(stack, labels, cluster, placement, candidate)
+    placement, candidate = request.placement, request.candidate
+    settings, ignore = _instance_settings(stack, labels, request)
     if profile is not None:
         settings["iam_instance_profile"] = profile
     efa = uses_efa(placement, candidate)
     public_ips = []
     for rank in range(placement.num_nodes):
         node = f"node_{rank}"
-        tags = _tags(labels, f"skyc-{cluster}-{node_name(rank)}")
+        tags = _tags(labels, f"skyc-{request.name_on_cloud}-{node_name(rank)}")
         instance = {**settings, "tags": tags}
         if efa:
             stack.add(_resource("network_interface", f"efa_{rank}", f"efa_{rank}", {
@@ -394,14 +405,15 @@ def build(request: BuildRequest) -> Stack:
             description="OpenSSH public key of the cluster's key pair (skyc generates it)")},
         backend=config.backend,
     )
-    _network(stack, labels, cluster, placement.zone)
-    _firewall(stack, labels, cluster, candidate.ports, uses_efa(placement, candidate))
+    name = request.name_on_cloud
+    _network(stack, labels, name, placement.zone)
+    _firewall(stack, labels, request, uses_efa(placement, candidate))
     stack.add(_resource("key_pair", "key_pair", "main", {
-        "key_name": f"skyc-{cluster}", "public_key": Var(name="ssh_public_key"),
-        "tags": _tags(labels, f"skyc-{cluster}"),
+        "key_name": f"skyc-{name}", "public_key": Var(name="ssh_public_key"),
+        "tags": _tags(labels, f"skyc-{name}"),
     }))
-    profile = _controller_role(stack, labels, cluster) if request.jobs_controller else None
-    public_ips = _instances(stack, labels, cluster, placement, candidate, profile)
+    profile = _controller_role(stack, labels, request) if request.jobs_controller else None
+    public_ips = _instances(stack, labels, request, profile)
     nodes = range(placement.num_nodes)
     stack.outputs = {
         "instance_ids": Output(value=[Ref(resource=f"node_{i}", attribute="id") for i in nodes]),

@@ -54,12 +54,16 @@ SPOT_SERVICE_ROLE = ("arn:aws:iam::*:role/aws-service-role/spot.amazonaws.com/"
                      "AWSServiceRoleForEC2Spot")
 
 
-def role_name(cluster: str) -> str:
-    """The role's (and instance profile's) name: at most 64 characters, as IAM allows."""
-    name = f"skyc-{cluster}"
+def role_name(cluster: str, owner_hash: str = "") -> str:
+    """The role's (and instance profile's) name, ``skyc-<cluster>[-<owner hash>]``: at
+    most 64 characters, as IAM allows (a long cluster name is cut and a hash of it
+    added; the owner's hash is always kept)."""
+    tail = f"-{owner_hash}" if owner_hash else ""
+    name = f"skyc-{cluster}{tail}"
     if len(name) <= 64:
         return name
-    return f"skyc-{cluster[:50]}-{hashlib.sha256(cluster.encode()).hexdigest()[:8]}"
+    digest = hashlib.sha256(cluster.encode()).hexdigest()[:8]
+    return f"skyc-{cluster[:50 - len(tail)]}-{digest}{tail}"
 
 
 def _document(statements: list[dict[str, Any]]) -> str:

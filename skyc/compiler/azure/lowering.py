@@ -1,6 +1,8 @@
 """Lowering onto Azure (Pulumi azure-native): one resource group per cluster.
 
-Resources, all in the placement's region: the resource group, a virtual network
+Resources, all in the placement's region: the resource group (named
+``skyc-<cluster>-<owner hash>``, unique in the subscription: see :func:`base_name`;
+every resource is tagged with the cluster and its owner), a virtual network
 with one subnet, a network security group on the subnet (SSH, the task's
 ``ports``, all traffic from inside the virtual network), and per node a Standard
 public IP, a NIC (accelerated networking where the size supports it, see
@@ -218,20 +220,23 @@ def security_rules(ports: tuple[str, ...]) -> list[Block]:
     return rules
 
 
-def base_name(cluster: str) -> str:
-    """``skyc-<cluster>`` as Azure names take it: no underscores (VM and host names
-    refuse them), at most 40 characters (a short hash of the cluster name keeps a
-    shortened one unique), so ``-worker<rank>`` still fits a VM's 64."""
+def base_name(cluster: str, owner_hash: str = "") -> str:
+    """``skyc-<cluster>[-<owner hash>]`` as Azure names take it: no underscores (VM and
+    host names refuse them), at most 40 characters (a short hash of the cluster name
+    keeps a shortened one unique; the owner's hash is always kept), so
+    ``-worker<rank>`` still fits a VM's 64. It names the resource group, which is
+    unique in a subscription."""
+    tail = f"-{owner_hash}" if owner_hash else ""
     name = f"skyc-{cluster.replace('_', '-')}"
-    if len(name) > MAX_BASE_NAME or "_" in cluster:
+    if len(name) + len(tail) > MAX_BASE_NAME or "_" in cluster:
         digest = hashlib.sha256(cluster.encode()).hexdigest()[:8]
-        name = f"{name[:MAX_BASE_NAME - 9].rstrip('-')}-{digest}"
-    return name
+        name = f"{name[:MAX_BASE_NAME - 9 - len(tail)].rstrip('-')}-{digest}"
+    return name + tail
 
 
-def vm_name(cluster: str, rank: int) -> str:
+def vm_name(cluster: str, rank: int, owner_hash: str = "") -> str:
     """The node's VM, NIC, public IP and host name."""
-    return f"{base_name(cluster)}-{node_name(rank)}"
+    return f"{base_name(cluster, owner_hash)}-{node_name(rank)}"
 
 
 def private_ip(rank: int) -> str:
@@ -268,15 +273,15 @@ def _check(placement: Placement, candidate: ResourceCandidate) -> None:
                 hint="give infra as azure/<region>")
 
 
-def _network(stack: Stack, tags: dict[str, str], cluster: str, region: str,
+def _network(stack: Stack, tags: dict[str, str], base: str, region: str,
              ports: tuple[str, ...]) -> None:
     stack.add(_resource("resource_group", "resource_group", {
-        "resource_group_name": base_name(cluster), "location": region, "tags": tags}))
+        "resource_group_name": base, "location": region, "tags": tags}))
     stack.add(_resource("security_group", "security_group", {
-        "resource_group_name": RG, "network_security_group_name": base_name(cluster),
+        "resource_group_name": RG, "network_security_group_name": base,
         "location": region, "security_rules": security_rules(ports), "tags": tags}))
     stack.add(_resource("virtual_network", "virtual_network", {
-        "resource_group_name": RG, "virtual_network_name": base_name(cluster),
+        "resource_group_name": RG, "virtual_network_name": base,
         "location": region,
         "address_space": _args("network.AddressSpaceArgs", address_prefixes=[VNET_CIDR]),
         "tags": tags}, ignore_changes=["subnets"]))
@@ -326,12 +331,12 @@ def _os_profile(computer_name: str, custom_data: str) -> Block:
                  linux_configuration=linux)
 
 
-def _driver_extension(stack: Stack, extension: images.Extension, cluster: str, rank: int,
+def _driver_extension(stack: Stack, extension: images.Extension, vm: str, rank: int,
                       region: str, tags: dict[str, str]) -> None:
-    """The VM extension that installs the image's driver on node ``rank`` (the apply
-    waits for it, so the node is ready with its driver)."""
+    """The VM extension that installs the image's driver on node ``rank`` (VM ``vm``;
+    the apply waits for it, so the node is ready with its driver)."""
     stack.add(_resource("vm_extension", f"driver_{rank}", {
-        "resource_group_name": RG, "vm_name": vm_name(cluster, rank),
+        "resource_group_name": RG, "vm_name": vm,
         "vm_extension_name": extension.type, "location": region,
         "publisher": extension.publisher, "type": extension.type,
         "type_handler_version": extension.version, "auto_upgrade_minor_version": True,
@@ -347,13 +352,14 @@ def _nodes(stack: Stack, request: BuildRequest, tags: dict[str, str]) -> None:
     custom_data = shared.pop("custom_data")
     if uses_availability_set(placement, candidate):
         stack.add(_resource("availability_set", "availability_set", {
-            "resource_group_name": RG, "availability_set_name": base_name(cluster),
+            "resource_group_name": RG,
+            "availability_set_name": base_name(cluster, request.owner_hash),
             "location": placement.region, "platform_fault_domain_count": 1,
             "platform_update_domain_count": 1,
             "sku": _args("compute.SkuArgs", name="Aligned"), "tags": tags}))
         shared["availability_set"] = _sub(Ref(resource="availability_set", attribute="id"))
     for rank in range(placement.num_nodes):
-        name = vm_name(cluster, rank)
+        name = vm_name(cluster, rank, request.owner_hash)
         node_tags = {**tags, "skyc-node": node_name(rank)}
         public: dict[str, Any] = {
             "resource_group_name": RG, "public_ip_address_name": name,
@@ -383,7 +389,7 @@ def _nodes(stack: Stack, request: BuildRequest, tags: dict[str, str]) -> None:
             "tags": node_tags,
         }))
         if image.extension is not None:
-            _driver_extension(stack, image.extension, cluster, rank, placement.region or "",
+            _driver_extension(stack, image.extension, name, rank, placement.region or "",
                               node_tags)
 
 
@@ -399,11 +405,11 @@ def build(request: BuildRequest) -> Stack:
             description="OpenSSH public key of the cluster's admin user (skyc generates it)")},
         backend=request.config.backend,
     )
-    _network(stack, tags, cluster, region, candidate.ports)
+    _network(stack, tags, base_name(cluster, request.owner_hash), region, candidate.ports)
     _nodes(stack, request, tags)
     nodes = range(placement.num_nodes)
     stack.outputs = {
-        "names": Output(value=[vm_name(cluster, i) for i in nodes]),
+        "names": Output(value=[vm_name(cluster, i, request.owner_hash) for i in nodes]),
         "private_ips": Output(value=[private_ip(i) for i in nodes]),
         "public_ips": Output(
             value=[Ref(resource=f"public_ip_{i}", attribute="ip_address") for i in nodes]),

@@ -4,13 +4,15 @@ Resources: a VPC network (no automatic subnets), a subnet in the placement's
 region, firewall rules (SSH from anywhere, the task's ``ports`` from anywhere,
 all traffic between the cluster's nodes), then either ``num_nodes`` Compute
 Engine VMs (see :mod:`skyc.compiler.gcp.vm`) or TPU VMs (see
-:mod:`skyc.compiler.gcp.tpu`). Every VM and TPU VM carries the cluster's network
-tag (the firewall rules' target), the labels (the cluster name and the task's
-``labels``, made to fit GCP's label rules: :mod:`skyc.compiler.gcp.names`), the
-node bootstrap as its startup script and the cluster's SSH public key in its
-metadata (``ssh-keys``, from the ``ssh_keys`` input; the private key never
-leaves the workspace). The project is ``gcp.project`` of the config, else an
-input (``project``) skyc fills from the credentials it finds.
+:mod:`skyc.compiler.gcp.tpu`). Every name carries the owner's hash after the
+cluster part (networks and firewall rules are global to a project). Every VM and
+TPU VM carries the cluster's network tag (the firewall rules' target), the labels
+(the cluster name, its owner and the task's ``labels``, made to fit GCP's label
+rules: :mod:`skyc.compiler.gcp.names`), the node bootstrap as its startup script
+and the cluster's SSH public key in its metadata (``ssh-keys``, from the
+``ssh_keys`` input; the private key never leaves the workspace). The project is
+``gcp.project`` of the config, else an input (``project``) skyc fills from the
+credentials it finds.
 """
 
 from __future__ import annotations
@@ -57,22 +59,23 @@ def _firewall(stack: Stack, key: str, name: str, allows: list[tuple[str, list[st
     }))
 
 
-def _network(stack: Stack, cluster: str, region: str, ports: tuple[str, ...], tag: str) -> None:
+def _network(stack: Stack, site: vm.Site, region: str, ports: tuple[str, ...]) -> None:
+    cluster, tag = site.cluster, site.tag
     stack.add(resource("network", "network", {
-        "name": names.resource_name(cluster), "auto_create_subnetworks": False,
+        "name": site.name(), "auto_create_subnetworks": False,
         "description": f"skyc cluster {cluster}",
     }))
     stack.add(resource("subnetwork", "subnetwork", {
-        "name": names.resource_name(cluster), "network": NETWORK, "region": region,
+        "name": site.name(), "network": NETWORK, "region": region,
         "ip_cidr_range": SUBNET_CIDR,
     }))
-    _firewall(stack, "firewall_ssh", names.resource_name(cluster, "ssh"), [("tcp", ["22"])],
+    _firewall(stack, "firewall_ssh", site.name("ssh"), [("tcp", ["22"])],
               ["0.0.0.0/0"], tag, f"skyc cluster {cluster}: SSH")
     opened = sorted({port_range_text(p) for p in ports}, key=lambda r: int(r.split("-")[0]))
     if opened:
-        _firewall(stack, "firewall_ports", names.resource_name(cluster, "ports"),
+        _firewall(stack, "firewall_ports", site.name("ports"),
                   [("tcp", opened)], ["0.0.0.0/0"], tag, f"skyc cluster {cluster}: ports")
-    _firewall(stack, "firewall_internal", names.resource_name(cluster, "internal"),
+    _firewall(stack, "firewall_internal", site.name("internal"),
               [(p, []) for p in INTERNAL_PROTOCOLS], [SUBNET_CIDR], tag,
               f"skyc cluster {cluster}: between its nodes")
 
@@ -103,12 +106,13 @@ def build(request: BuildRequest) -> Stack:
         providers={"gcp": provider(placement.region, placement.zone, config)},
         variables=variables, backend=config.backend,
     )
-    tag = names.resource_name(cluster)
-    _network(stack, cluster, placement.region, candidate.ports, tag)
-    labels = names.labels(request.labels)
     site = vm.Site(cluster=cluster, zone=placement.zone, network=NETWORK,
-                   subnetwork=SUBNETWORK, tag=tag, labels=labels, metadata=metadata(cluster),
-                   reservations=tuple(config.gcp.reservations))
+                   subnetwork=SUBNETWORK,
+                   tag=names.resource_name(cluster, owner_hash=request.owner_hash),
+                   labels=names.labels(request.labels), metadata=metadata(cluster),
+                   reservations=tuple(config.gcp.reservations),
+                   owner_hash=request.owner_hash)
+    _network(stack, site, placement.region, candidate.ports)
     if tpu_accelerator(placement):
         stack.outputs = tpu.add_tpu_vms(stack, site, placement, candidate)
     else:

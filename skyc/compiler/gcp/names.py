@@ -4,7 +4,9 @@
   lower-case letters, digits and ``-``, starting with a letter and not ending
   with ``-``. A cluster name that is not one already (``My_Cluster``) is
   lower-cased with ``_`` made ``-``, and a short hash of the original is added
-  so two clusters never share a name.
+  so two clusters never share a name. The owner's hash follows the cluster part
+  (``skyc-train-1a2b-head``) and is never cut: networks and firewalls are global
+  to a project, so two people's clusters of one name must differ there.
 - Labels: keys and values of at most 63 lower-case letters, digits, ``_`` and
   ``-``; keys start with a letter. Each label is lower-cased, any other
   character becomes ``_``, and it is cut to 63 characters (a key that does not
@@ -29,11 +31,12 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:6]
 
 
-def resource_name(cluster: str, suffix: str = "") -> str:
-    """``skyc-<cluster>[-<suffix>]`` as a valid GCP name of at most 63 characters."""
+def resource_name(cluster: str, suffix: str = "", owner_hash: str = "") -> str:
+    """``skyc-<cluster>[-<owner hash>][-<suffix>]`` as a valid GCP name of at most 63
+    characters (the cluster part is cut where it must be; the rest is kept)."""
     clean = _NOT_NAME.sub("-", cluster.lower()).strip("-")
     base = f"skyc-{clean}" if clean else "skyc"
-    tail = f"-{suffix}" if suffix else ""
+    tail = (f"-{owner_hash}" if owner_hash else "") + (f"-{suffix}" if suffix else "")
     exact = clean == cluster and len(base) + len(tail) <= MAX
     if not exact:
         tail = f"-{_digest(cluster)}{tail}"

@@ -12,7 +12,7 @@ default for the TPU generation; spot TPUs use the TPU API's spot scheduling.
 from __future__ import annotations
 
 from skyc.compiler.base import node_name
-from skyc.compiler.gcp import images, machines, names
+from skyc.compiler.gcp import images, machines
 from skyc.compiler.gcp.metadata import metadata
 from skyc.compiler.gcp.resources import block, resource
 from skyc.compiler.gcp.vm import Site
@@ -51,7 +51,7 @@ def add_tpu_vms(stack: Stack, site: Site, placement: Placement,
     slices = range(placement.num_nodes)
     for index in slices:
         stack.add(resource("tpu_vm", f"tpu_{index}", {
-            **properties, "name": names.resource_name(site.cluster, node_name(index)),
+            **properties, "name": site.name(node_name(index)),
         }, depends_on=["firewall_internal", "firewall_ssh"]))
     return {
         "instance_names": Output(value=[Ref(resource=f"tpu_{i}", attribute="name")

@@ -54,6 +54,11 @@ class Site:
     labels: dict[str, str]
     metadata: dict[str, Any]
     reservations: tuple[str, ...] = ()   # gcp.reservations of the config
+    owner_hash: str = ""                 # in every name; empty for a cluster with no owner
+
+    def name(self, suffix: str = "") -> str:
+        """A resource's name: ``skyc-<cluster>-<owner hash>[-<suffix>]``, fit to GCP."""
+        return names.resource_name(self.cluster, suffix, self.owner_hash)
 
 
 def guest_accelerators(placement: Placement) -> list[Block]:
@@ -155,7 +160,7 @@ def add_instances(stack: Stack, site: Site, placement: Placement,
         shared["reservation_affinity"] = affinity
     if compact:
         stack.add(resource("resource_policy", "placement_policy", {
-            "name": names.resource_name(site.cluster, "placement"),
+            "name": site.name("placement"),
             "region": stack.region,
             "group_placement_policy": block("compute.ResourcePolicyGroupPlacementPolicyArgs",
                                             collocation="COLLOCATED",
@@ -166,7 +171,7 @@ def add_instances(stack: Stack, site: Site, placement: Placement,
     nodes = range(placement.num_nodes)
     for rank in nodes:
         stack.add(resource("instance", f"node_{rank}", {
-            **shared, "name": names.resource_name(site.cluster, node_name(rank)),
+            **shared, "name": site.name(node_name(rank)),
         }, depends_on=["firewall_internal", "firewall_ssh"]))
     interface = "network_interfaces[0]"
     return {

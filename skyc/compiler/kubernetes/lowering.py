@@ -10,6 +10,10 @@ retries, which is the agent's business here. A bare pod with
 ``restartPolicy: Never`` fails visibly, is one resource of the stack per node
 (as on every other target), and is re-created only by the engine.
 
+Names carry the owner's hash (``<cluster>-<owner hash>``: :func:`manifest.dns_name`)
+and the cluster's pods are picked by its name and owner labels, so two people's
+clusters of one name can share a namespace.
+
 Per node: pod ``<cluster>-<head|workerN>`` with ``hostname`` = the node's name
 and ``subdomain`` = the headless Service, so every node has the stable DNS name
 ``head.<cluster>.<namespace>.svc.cluster.local``; it requests the accelerator
@@ -60,6 +64,7 @@ from skyc.compiler.base import BuildRequest, no_workspace_values, node_name
 from skyc.compiler.kubernetes import manifest, selectors
 from skyc.compiler.kubernetes.config import KubernetesConfig
 from skyc.errors import ConfigError, UnsupportedFeature
+from skyc.model.owner import OWNER_LABEL
 from skyc.optimizer.plan import Placement
 from skyc.stacks.model import Output, Provider, Ref, Resource, Stack
 from skyc.task.candidate import ResourceCandidate
@@ -261,7 +266,7 @@ def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | No
             "volumes": [{"emptyDir": {"medium": "Memory", "sizeLimit": f"{shape.shm}Gi"},
                          "name": "dshm"}],
         }
-        affinity = shape.affinity({CLUSTER_LABEL: labels[CLUSTER_LABEL]}, best)
+        affinity = shape.affinity(selector(labels, request), best)
         if affinity:
             spec["affinity"] = affinity
         if shape.node_selector():
@@ -284,9 +289,17 @@ def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | No
     return keys
 
 
+def selector(labels: dict[str, str], request: BuildRequest) -> dict[str, str]:
+    """The labels that pick the cluster's pods: its name and, where it has one, its
+    owner (two people's clusters of one name may share a namespace)."""
+    keys = (CLUSTER_LABEL, OWNER_LABEL) if request.owner else (CLUSTER_LABEL,)
+    return {key: labels[key] for key in keys}
+
+
 def _services(stack: Stack, service: str, namespace: str | None, labels: dict[str, str],
-              candidate: ResourceCandidate, kube: KubernetesConfig) -> None:
-    cluster_selector = {CLUSTER_LABEL: labels[CLUSTER_LABEL]}
+              request: BuildRequest) -> None:
+    candidate, kube = request.candidate, request.config.kubernetes
+    cluster_selector = selector(labels, request)
     stack.add(_resource("service", "headless", {
         "metadata": _metadata(service, namespace, labels),
         "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
@@ -304,7 +317,7 @@ def _services(stack: Stack, service: str, namespace: str | None, labels: dict[st
 
 
 def build(request: BuildRequest) -> Stack:
-    placement, candidate = request.placement, request.candidate
+    placement = request.placement
     kube = request.config.kubernetes
     context = placement.region
     if not context:
@@ -315,7 +328,7 @@ def build(request: BuildRequest) -> Stack:
     labels = manifest.labels(request.labels)
     labels[CLUSTER_LABEL] = manifest.label_value(request.cluster)
     labels = dict(sorted(labels.items()))
-    service = manifest.dns_name(request.cluster)
+    service = manifest.dns_name(request.cluster, request.owner_hash)
     provider: dict[str, Any] = {"context": context}
     if namespace:
         provider["namespace"] = namespace
@@ -323,7 +336,7 @@ def build(request: BuildRequest) -> Stack:
                   providers={PROVIDER: Provider(types={"pulumi": "kubernetes.Provider"},
                                                 settings=provider)},
                   backend=request.config.backend)
-    _services(stack, service, namespace, labels, candidate, kube)
+    _services(stack, service, namespace, labels, request)
     keys = _pods(request, stack, service, namespace, labels)
     stack.outputs = {
         "context": Output(value=context),

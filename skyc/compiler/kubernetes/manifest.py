@@ -5,7 +5,8 @@ Labels: a key is an optional DNS-subdomain prefix and ``/`` and a name of at mos
 value the same, or empty. The task's labels are made to fit (other characters
 become ``-``, long ones are cut), never dropped silently: a key with nothing
 left is refused naming it. Service names are DNS-1035 labels made from the
-cluster name (with a short hash when it had to change); pod names add the node.
+cluster name (with a short hash when it had to change) and its owner's hash (two
+people's clusters of one name in one namespace differ); pod names add the node.
 
 ``pod_config`` is SkyPilot's pass-through: a fragment of a Pod manifest
 (``metadata``, ``spec``) merged into the one skyc writes. Mappings merge key by
@@ -27,6 +28,9 @@ from skyc.errors import ConfigError
 
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
+# The longest Service name of a cluster with an owner: "-ports" makes the ports
+# Service's name from it within DNS-1035's 63 characters.
+MAX_OWNED = 57
 _PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -58,17 +62,20 @@ def labels(raw: dict[str, str]) -> dict[str, str]:
     return dict(sorted((label_key(k), label_value(v)) for k, v in raw.items()))
 
 
-def dns_name(text: str) -> str:
+def dns_name(text: str, owner_hash: str = "") -> str:
     """A DNS-1035 label from a cluster name (lowercase, ``_`` -> ``-``, a letter first);
     a name that had to change gets a short hash of the original, so ``a_b`` and
-    ``a-b`` stay two names."""
+    ``a-b`` stay two names. ``owner_hash`` (the cluster's owner's) ends the name and is
+    never cut; such a name is at most :data:`MAX_OWNED` long, so ``-ports`` fits."""
     name = _DNS_LABEL.sub("-", text.lower()).strip("-")
     if not name or not name[0].isalpha():
         name = f"c-{name}".rstrip("-")
-    if name == text and len(name) <= 63:
-        return name
+    tail = f"-{owner_hash}" if owner_hash else ""
+    limit = MAX_OWNED if owner_hash else 63
+    if name == text and len(name) + len(tail) <= limit:
+        return name + tail
     digest = hashlib.sha256(text.encode()).hexdigest()[:6]
-    return f"{name[:56].rstrip('-')}-{digest}"
+    return f"{name[:limit - 7 - len(tail)].rstrip('-')}-{digest}{tail}"
 
 
 _NAMED_LISTS = {"containers", "initContainers", "volumes", "env", "volumeMounts", "ports",

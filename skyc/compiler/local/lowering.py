@@ -14,7 +14,9 @@ from skyc.stacks.model import LocalCommand, Output, Ref, Resource, Stack
 
 
 def build(request: BuildRequest) -> Stack:
-    labels = request.labels
+    # The cluster's name and the task's labels: its nodes are no cloud's resources, so
+    # the stack names no owner (the workspace records it, as for every cluster).
+    labels = base.cluster_labels(request.cluster, request.candidate)
     stack = Stack(name=request.cluster, cloud="local", labels=labels,
                   backend=request.config.backend)
     dirs = []

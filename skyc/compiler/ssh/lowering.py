@@ -50,7 +50,9 @@ def build(request: BuildRequest) -> Stack:
             f"ssh pool {placement.region!r} has {len(pool.hosts)} host(s); "
             f"the task needs {placement.num_nodes} nodes"
         )
-    labels = request.labels
+    # The cluster's name and the task's labels: its nodes are no cloud's resources, so
+    # the stack names no owner (the workspace records it, as for every cluster).
+    labels = base.cluster_labels(request.cluster, request.candidate)
     stack = Stack(name=request.cluster, cloud="ssh", region=placement.region, labels=labels,
                   backend=request.config.backend)
     refs = []
