@@ -135,7 +135,9 @@ run: |
     [name] = jobs.clusters()
     assert name.startswith("skyc-jobs-controller-")
     iam = moto.client("iam")
-    profile = iam.get_instance_profile(InstanceProfileName=f"skyc-{name}")["InstanceProfile"]
+    # Named for the cluster and its owner's hash (skyc.model.owner).
+    [profile] = [p for p in iam.list_instance_profiles()["InstanceProfiles"]
+                 if p["InstanceProfileName"].startswith(f"skyc-{name}-")]
     [controller] = live_instances(moto, REGION)
     assert controller["IamInstanceProfile"]["Arn"] == profile["Arn"]
 
