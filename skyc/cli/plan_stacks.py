@@ -73,14 +73,12 @@ def _previews_offline(engine: str) -> bool:
 def state_record(cluster: str) -> ClusterRecord | None:
     """The state's record of ``cluster``; None when there is none (and no state at all:
     plan creates no database)."""
-    from skyc.settings.config import skyc_home
+    from skyc.state.database import existing_state
 
-    db_path = skyc_home() / "state.db"
-    if not db_path.exists():
+    state = existing_state()
+    if state is None:
         return None
-    from skyc.state.database import StateDB
-
-    with StateDB(db_path) as db:
+    with state as db:
         return db.get_cluster(cluster)
 
 

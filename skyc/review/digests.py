@@ -64,15 +64,14 @@ def of_stack(files: dict[str, str]) -> str:
 def of_cluster_state(cluster: str) -> str:
     """What the state knows of the cluster: its record and its recorded nodes
     (``absent`` for a cluster skyc has never applied)."""
-    from skyc.settings.config import skyc_home
     from skyc.stacks.workspace import cluster_workspace
 
     record: dict[str, Any] | None = None
-    db_path = skyc_home() / "state.db"
-    if db_path.exists():
-        from skyc.state.database import StateDB
+    from skyc.state.database import existing_state
 
-        with StateDB(db_path) as db:
+    state = existing_state()
+    if state is not None:
+        with state as db:
             found = db.get_cluster(cluster)
         if found is not None:
             record = {k: found.model_dump(mode="json").get(k)

@@ -12,24 +12,23 @@ _IDLE = ("STOPPED", "FAILED")
 
 
 def usage_from_state() -> Usage:
-    """GPUs and $/hour per cluster in ``$SKYC_HOME/state.db`` (none when it is absent:
-    reading never creates it)."""
+    """GPUs and $/hour per cluster in the state (the team's PostgreSQL database when
+    one is configured, else ``$SKYC_HOME/state.db``; none when it is absent: reading
+    never creates it)."""
     from skyc.review.policy import Usage
 
     return Usage(clusters=clusters_in_use())
 
 
 def clusters_in_use() -> dict[str, tuple[float, float]]:
-    """Cluster name -> (GPUs, $/hour total) of every cluster in ``$SKYC_HOME/state.db``
-    that is not stopped (a plan's cost section reads this without the policy's models)."""
-    from skyc.settings.config import skyc_home
+    """Cluster name -> (GPUs, $/hour total) of every cluster in the state that is not
+    stopped (a plan's cost section reads this without the policy's models)."""
+    from skyc.state.database import existing_state
 
-    path = skyc_home() / "state.db"
-    if not path.exists():
+    state = existing_state()
+    if state is None:
         return {}
-    from skyc.state.database import StateDB
-
-    with StateDB(path) as db:
+    with state as db:
         records = db.list_clusters()
     out: dict[str, tuple[float, float]] = {}
     for r in records:

@@ -88,6 +88,21 @@ def open_store(path: Path | None = None, url: str | None = None) -> Store:
     return SqliteStore(path)
 
 
+def existing_state() -> StateDB | None:
+    """The state this user configured when there is one to read: the PostgreSQL
+    database it names, else ``$SKYC_HOME/state.db`` when that file exists (None when it
+    does not: a reader, such as plan, never creates it)."""
+    from skyc.state.url import state_url
+
+    url = state_url()
+    if url is not None:
+        return StateDB(url=url)
+    from skyc.settings.home import skyc_home
+
+    path = skyc_home() / "state.db"
+    return StateDB(path) if path.exists() else None
+
+
 class StateDB:
     """Typed access to the state. Safe to use from several processes at once.
 
@@ -404,6 +419,7 @@ __all__ = [
     "backup_path",
     "connect",
     "default_path",
+    "existing_state",
     "file_error",
     "job_status_from_node",
     "kept_backups",
