@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from skyc.compiler import lowering
 from skyc.compiler.base import BuildRequest
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from skyc.task.candidate import ResourceCandidate

@@ -35,7 +35,7 @@ def main() -> int:
                           SKYC_BENCH_TF_LOG=str(log))
 
         from skyc.apply.provision import provision, teardown
-        from skyc.optimizer.plan import Placement
+        from skyc.model.plan import Placement
         from skyc.settings.config import SkycConfig
         from skyc.task.candidate import ResourceCandidate
 

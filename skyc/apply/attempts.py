@@ -17,8 +17,8 @@ from skyc.apply.preflight import check_failover_placement
 from skyc.apply.provision import destroy_attempt, forget_attempts, provision
 from skyc.compiler import choose_engine, target
 from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
+from skyc.model.plan import Placement
 from skyc.optimizer.blocked import Blocked
-from skyc.optimizer.plan import Placement
 from skyc.settings.infra import missing_credentials
 from skyc.stacks.workspace import cluster_workspace, has_stack
 

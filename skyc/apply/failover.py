@@ -33,8 +33,8 @@ from skyc.errors import (
     ProvisionFailure,
     SkycError,
 )
+from skyc.model.plan import Placement
 from skyc.optimizer.blocked import Blocked
-from skyc.optimizer.plan import Placement
 
 T = TypeVar("T")
 

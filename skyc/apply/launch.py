@@ -30,8 +30,8 @@ from skyc.errors import (
     UnsupportedFeature,
 )
 from skyc.model.cluster_names import cluster_name_for
+from skyc.model.plan import Placement, Plan
 from skyc.optimizer.blocked import Blocked
-from skyc.optimizer.plan import Placement, Plan
 from skyc.settings.config import SkycConfig, load_config
 from skyc.state.job_records import JobRecorder, interrupted
 

@@ -22,7 +22,7 @@ from skyc.errors import ProvisionError, ProvisionFailure, Refused, SkycError, Un
 
 if TYPE_CHECKING:
     from skyc.model.nodes import ClusterInfo
-    from skyc.optimizer.plan import Placement, Plan
+    from skyc.model.plan import Placement, Plan
     from skyc.settings.config import SkycConfig
     from skyc.state.database import ClusterRecord
     from skyc.task import Task

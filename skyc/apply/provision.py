@@ -29,7 +29,7 @@ from skyc.compiler import (
 )
 from skyc.errors import ApplyFailed, ConfigError, ProvisionError, StateError
 from skyc.model.nodes import CLUSTER_FILE, ClusterInfo
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig, load_config
 from skyc.stacks.engine import Engine, ProgressCallback, StackDiff
 from skyc.stacks.engines import open_engine, stack_engine, write_stack

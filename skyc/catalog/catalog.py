@@ -13,7 +13,7 @@ from skyc.catalog.reservations import configured_reservations, needs_reservation
 from skyc.catalog.store import BUNDLED_DIR, raw_clouds, read_compact, read_meta
 from skyc.catalog.table import CloudTable
 from skyc.errors import CatalogError
-from skyc.optimizer.plan import CatalogSource
+from skyc.model.plan import CatalogSource
 from skyc.settings.config import skyc_home
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from skyc.apply.launch import LaunchOptions, LaunchResult
-    from skyc.optimizer.plan import Placement
+    from skyc.model.plan import Placement
     from skyc.task import Task, TaskFile
 
 _APPLY_HELP = """Plan, provision (with failover), sync, set up and run a task.

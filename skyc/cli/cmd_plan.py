@@ -31,8 +31,8 @@ from skyc.cli.task_flags import TaskFlags
 
 if TYPE_CHECKING:
     from skyc.catalog import Catalog
+    from skyc.model.plan import Placement, Plan
     from skyc.optimizer.pipeline_cost import RunCost
-    from skyc.optimizer.plan import Placement, Plan
     from skyc.settings.config import SkycConfig
     from skyc.settings.infra import PlanScope
     from skyc.task import Task

@@ -12,7 +12,7 @@ from skyc.cli.options import INFRA_HELP, one_infra
 from skyc.cli.output import console
 
 if TYPE_CHECKING:
-    from skyc.optimizer.plan import Plan
+    from skyc.model.plan import Plan
     from skyc.stacks import ProgressEvent
 
 _COMPILE_HELP = (

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from skyc.model.plan import Plan
     from skyc.optimizer.pipeline_cost import RunCost, StepDuration
-    from skyc.optimizer.plan import Plan
     from skyc.task import Task
 
 _COLUMNS = ("step", "infra", "instance", "nodes", "$/hr/node", "$/hr total", "duration",

@@ -13,7 +13,7 @@ from skyc.schemas import versions
 
 if TYPE_CHECKING:
     from skyc.errors import SkycError
-    from skyc.optimizer.plan import Placement, Plan
+    from skyc.model.plan import Placement, Plan
     from skyc.review.planfile import Artifacts
     from skyc.settings.config import SkycConfig
     from skyc.stacks.engine import StackDiff

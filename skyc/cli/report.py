@@ -11,7 +11,7 @@ from skyc.cli.output import console, err_console
 
 if TYPE_CHECKING:
     from skyc.apply.failover import Attempt
-    from skyc.optimizer.plan import Placement, Plan
+    from skyc.model.plan import Placement, Plan
     from skyc.stacks.engine import ProgressEvent
 
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     )
     from skyc.errors import ProvisionError
     from skyc.model.nodes import Node
-    from skyc.optimizer.plan import Placement
+    from skyc.model.plan import Placement
     from skyc.settings.config import SkycConfig
     from skyc.stacks.diagnostics import Diagnostic
     from skyc.stacks.model import Stack

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from skyc.errors import ConfigError, EngineError, ProvisionError, UnsupportedFeature
 from skyc.model.owner import OWNER_LABEL
 from skyc.model.owner import owner_hash as hash_of_owner
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 

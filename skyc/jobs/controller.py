@@ -47,8 +47,8 @@ from skyc.state.managed_jobs import ManagedJobStore
 
 if TYPE_CHECKING:
     from skyc.model.nodes import ClusterInfo
+    from skyc.model.plan import Placement
     from skyc.optimizer.blocked import Blocked
-    from skyc.optimizer.plan import Placement
     from skyc.runtime import JobSpec
     from skyc.task import Task
 

@@ -25,24 +25,25 @@ from typing import TYPE_CHECKING
 from skyc.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from skyc.model.plan import CatalogSource, Placement, Plan, TaskPlan
     from skyc.optimizer.blocked import Blocked, parse_infra
     from skyc.optimizer.chain import solve_chain
     from skyc.optimizer.choice import Choice, Target
     from skyc.optimizer.core import best_choice, optimize, place, task_choices
     from skyc.optimizer.dag import solve_dag
     from skyc.optimizer.feasible import candidate_choices
-    from skyc.optimizer.plan import CatalogSource, Placement, Plan, TaskPlan
     from skyc.optimizer.rank import alternatives
 
 # Each name's module, imported on first use: a module that needs only the plan's
-# models (``skyc.optimizer.plan``) or ``blocked`` does not load the solvers, the task
+# models (in ``skyc.model.plan``) or ``blocked`` does not load the solvers, the task
 # package and the catalog with them.
 _EXPORTS = {
     "Blocked": "blocked", "parse_infra": "blocked", "solve_chain": "chain",
     "Choice": "choice", "Target": "choice", "best_choice": "core", "optimize": "core",
     "place": "core", "task_choices": "core", "solve_dag": "dag",
-    "candidate_choices": "feasible", "CatalogSource": "plan", "Placement": "plan",
-    "Plan": "plan", "TaskPlan": "plan", "alternatives": "rank",
+    "candidate_choices": "feasible", "CatalogSource": "skyc.model.plan",
+    "Placement": "skyc.model.plan", "Plan": "skyc.model.plan",
+    "TaskPlan": "skyc.model.plan", "alternatives": "rank",
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from skyc.catalog.offer import Offer
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 
 Target = Literal["cost", "time"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from skyc.model.plan import Placement
 from skyc.optimizer.choice import Choice, Target
-from skyc.optimizer.plan import Placement
 
 Allowed = Callable[[Placement], "str | None"]
 Report = Callable[[str, str], None]  # (task name, what the constraint excluded)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from skyc.errors import ConfigError
+from skyc.model.plan import Placement, Plan, TaskPlan
 from skyc.optimizer.blocked import Blocked, parse_infra
 from skyc.optimizer.chain import Weight, solve_chain
 from skyc.optimizer.choice import Choice, Target
@@ -15,7 +16,6 @@ from skyc.optimizer.durations import run_reason, task_duration, with_run_hours
 from skyc.optimizer.feasible import task_choices
 from skyc.optimizer.options import TaskOptionsMemo
 from skyc.optimizer.pipeline_cost import StepDuration
-from skyc.optimizer.plan import Placement, Plan, TaskPlan
 from skyc.optimizer.ports import CatalogLike, TaskLike
 from skyc.optimizer.rank import alternatives, ranked_options, top_preference
 

@@ -21,7 +21,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from skyc.errors import ConfigError
-from skyc.optimizer.plan import Placement, Plan
+from skyc.model.plan import Placement, Plan
 from skyc.optimizer.timemodel import (
     CPU_NODE_THROUGHPUT,
     RELATIVE_THROUGHPUT,

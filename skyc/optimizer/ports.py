@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from skyc.catalog.offer import Offer, OfferQuery
-from skyc.optimizer.plan import CatalogSource
+from skyc.model.plan import CatalogSource
 from skyc.task.candidate import ResourceCandidate
 
 

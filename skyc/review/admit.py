@@ -14,7 +14,7 @@ from skyc.review.policy import Planned, Policy, evaluate
 from skyc.review.quotas import current_user, usage_from_state
 
 if TYPE_CHECKING:
-    from skyc.optimizer.plan import Placement
+    from skyc.model.plan import Placement
     from skyc.task import Task
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skyc.optimizer.plan import Plan
+    from skyc.model.plan import Plan
     from skyc.settings.config import SkycConfig
     from skyc.task.reading import Bounds
 

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skyc.errors import ConfigError
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.review import digests
 
 if TYPE_CHECKING:
-    from skyc.optimizer.plan import Plan
+    from skyc.model.plan import Plan
     from skyc.settings.config import SkycConfig
     from skyc.stacks.engine import StackDiff
     from skyc.task import Task

@@ -33,7 +33,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skyc.errors import ConfigError
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.review.policy_file import POLICY_FILE as POLICY_FILE
 from skyc.review.policy_file import find_policy as find_policy
 

@@ -1,6 +1,6 @@
 """The plan document: ``skyc plan --format json`` and ``skyc compile``'s plan.json.
 
-The optimizer's :class:`~skyc.optimizer.plan.Plan` with every placement priced in
+The optimizer's :class:`~skyc.model.plan.Plan` with every placement priced in
 both units (USD/hour: ``hourly_cost_total`` for all of a task's nodes, the same as
 ``hourly_cost``, and ``hourly_cost_per_node``, rounded to 6 decimals). ``skyc plan``
 adds ``cost``, ``policy``, and, when asked for, ``stacks`` (each cluster's engine
@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from skyc.model.plan import CatalogSource, Placement
 from skyc.optimizer.pipeline_cost import RunCost
-from skyc.optimizer.plan import CatalogSource, Placement
 from skyc.schemas import versions
 from skyc.schemas.base import Document
 

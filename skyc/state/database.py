@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from skyc.model.nodes import ClusterInfo
-    from skyc.optimizer.plan import Placement
+    from skyc.model.plan import Placement
 # -- the database ------------------------------------------------------------
 
 _IN_CHUNK = 500   # ids per ``IN (...)`` (sqlite allows 32766 parameters, older ones 999)

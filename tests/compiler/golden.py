@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from skyc.compiler import build_stack, target
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import Stack, emit
 from skyc.task.candidate import ResourceCandidate

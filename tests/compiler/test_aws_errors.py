@@ -22,8 +22,8 @@ from skyc.apply.failover import blocked_scope
 from skyc.compiler import classify_error
 from skyc.compiler.aws.errors import QUOTAS
 from skyc.errors import ProvisionError
+from skyc.model.plan import Placement
 from skyc.optimizer.blocked import Blocked
-from skyc.optimizer.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.terraform_output import diagnostic
 

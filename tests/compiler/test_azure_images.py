@@ -11,7 +11,7 @@ import pytest
 from skyc.compiler.azure.images import Extension, Image, choose_image, parse_image_id
 from skyc.compiler.azure.sizes import accelerated_networking, is_infiniband, size_facts
 from skyc.errors import ConfigError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.task.candidate import ResourceCandidate
 
 HPC = "microsoft-dsvm:ubuntu-hpc:2204:latest"

@@ -18,7 +18,7 @@ import pytest
 from skyc.compiler import build_stack, choose_engine, nodes_from_outputs, workspace_values
 from skyc.errors import ConfigError, EngineError, UnsupportedFeature
 from skyc.model.owner import owner_hash
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks.pulumi_preview import RecordedResource, run_program
 from skyc.stacks.pulumi_python import program

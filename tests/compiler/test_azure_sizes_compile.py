@@ -18,7 +18,7 @@ from skyc.catalog import OfferQuery, load_catalog
 from skyc.compiler import build_stack
 from skyc.compiler.azure.sizes import size_facts
 from skyc.errors import UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks.pulumi_preview import run_program
 from skyc.stacks.pulumi_python import program

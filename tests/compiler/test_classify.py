@@ -15,7 +15,7 @@ import pytest
 
 from skyc.compiler import classify_error
 from skyc.errors import ProvisionError
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.terraform_output import diagnostic
 

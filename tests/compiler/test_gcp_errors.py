@@ -17,7 +17,7 @@ import pytest
 
 from skyc.compiler.gcp.errors import classify
 from skyc.errors import ProvisionError
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "gcp"

@@ -9,7 +9,7 @@ import pytest
 from skyc.catalog import load_catalog
 from skyc.compiler.gcp.images import choose_image, image_kind, runtime_version, tpu_generation
 from skyc.errors import ConfigError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.task.candidate import ResourceCandidate
 
 DLVM = "projects/deeplearning-platform-release/global/images/family/common-cu124-ubuntu-2204-py310"

@@ -11,7 +11,7 @@ import pytest
 from skyc.compiler import build_stack, choose_engine, workspace_values
 from skyc.compiler.gcp import machines, names
 from skyc.errors import ConfigError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from skyc.stacks.model import Stack

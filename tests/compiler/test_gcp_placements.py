@@ -24,8 +24,8 @@ from skyc.catalog.hosts import TPU_VM, is_tpu
 from skyc.catalog.reservations import needs_reservation
 from skyc.compiler import build_stack
 from skyc.compiler.gcp import machines
+from skyc.model.plan import Placement
 from skyc.optimizer import optimize
-from skyc.optimizer.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from tests.optimizer.helpers import make_task

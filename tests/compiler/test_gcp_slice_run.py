@@ -20,7 +20,7 @@ import pytest
 import skyc.apply.launch as launch_module
 from skyc.apply.launch import LaunchOptions, launch
 from skyc.model.nodes import ClusterInfo, Node
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.task.loader import load_tasks
 
 V4_32 = Placement(cloud="gcp", region="us-central2", zone="us-central2-b", instance_type="TPU-VM",

@@ -23,7 +23,7 @@ from skyc.compiler.aws import images as aws_images
 from skyc.compiler.azure import images as azure_images
 from skyc.compiler.gcp import images as gcp_images
 from skyc.errors import ConfigError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from skyc.task.candidate import ResourceCandidate

@@ -20,7 +20,7 @@ from skyc.compiler.kubernetes.lowering import AMD_IMAGE, DEFAULT_IMAGE, SUPPORTE
 from skyc.compiler.kubernetes.nodes import node_list_offers
 from skyc.errors import ConfigError, EngineError, UnsupportedFeature
 from skyc.model.owner import owner_hash
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks.pulumi_preview import run_program
 from skyc.stacks.pulumi_python import program

@@ -9,7 +9,7 @@ import pytest
 
 from skyc.compiler import build_stack, capabilities, nodes_from_outputs
 from skyc.errors import ConfigError, SkycError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import Block, Ref, Stack, to_terraform
 from skyc.stacks.terraform_json import address

@@ -20,7 +20,7 @@ from skyc.apply.provision import destroy_attempt, plan_changes
 from skyc.compiler import classify_error
 from skyc.compiler.azure.errors import classify
 from skyc.errors import ApplyFailed, InfeasibleError, ProvisionError
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import open_engine
 from skyc.stacks.diagnostics import Diagnostic

@@ -25,8 +25,8 @@ from skyc.catalog import load_catalog
 from skyc.compiler import classify_error
 from skyc.compiler.gcp.errors import classify
 from skyc.errors import ApplyFailed, ProvisionError
+from skyc.model.plan import Placement
 from skyc.optimizer import optimize
-from skyc.optimizer.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import open_engine
 from skyc.task.candidate import ResourceCandidate

@@ -17,7 +17,7 @@ from skyc.errors import (
     ProvisionFailure,
     SkycError,
 )
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 
 
 def _p(region: str, zone: str | None = None, cost: float = 1.0) -> Placement:

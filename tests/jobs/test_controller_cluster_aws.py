@@ -21,7 +21,7 @@ import pytest
 from skyc.compiler import build_stack, capabilities
 from skyc.compiler.aws import roles
 from skyc.jobs.controller_cluster import controller_cluster_name, controller_task
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import JobsControllerConfig, SkycConfig
 from skyc.stacks import emit
 from skyc.task.candidate import ResourceCandidate

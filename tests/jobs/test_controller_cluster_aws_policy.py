@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from skyc.compiler.aws import roles
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 from tests.support.moto_server import CREDENTIALS, MotoServer, start_moto

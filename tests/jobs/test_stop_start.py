@@ -13,7 +13,7 @@ import pytest
 from skyc.apply.power import start_cluster, stop_cluster, stop_refusal
 from skyc.apply.provision import plan_changes, provision, teardown
 from skyc.errors import UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.state.database import StateDB
 from skyc.task.candidate import ResourceCandidate

@@ -11,8 +11,8 @@ import pytest
 
 from skyc.catalog.catalog import Catalog
 from skyc.catalog.table import CloudTable
+from skyc.model.plan import CatalogSource
 from skyc.optimizer import optimize, task_choices
-from skyc.optimizer.plan import CatalogSource
 from skyc.optimizer.rank import top_preference
 from skyc.optimizer.timemodel import estimated_hours
 from skyc.task.candidate import AcceleratorRequest, ResourceCandidate

@@ -16,9 +16,9 @@ import pytest
 
 from skyc.catalog import load_catalog
 from skyc.errors import ConfigError
+from skyc.model.plan import Plan
 from skyc.optimizer import optimize
 from skyc.optimizer.pipeline_cost import StepDuration, run_cost
-from skyc.optimizer.plan import Plan
 from skyc.optimizer.timemodel import RELATIVE_THROUGHPUT
 from skyc.task import load_tasks
 from tests.optimizer.helpers import SMALL_CATALOG

@@ -157,7 +157,7 @@ def test_a_cheaper_disabled_cloud_for_a_pipeline_compares_whole_runs(
 
 
 def test_policy_total_and_daily_spend_count_the_peak() -> None:
-    from skyc.optimizer.plan import Placement
+    from skyc.model.plan import Placement
     from skyc.review.policy import Planned, Policy, Usage, evaluate
 
     planned = [Planned(name, Placement(cloud="aws", region="us-east-1", hourly_cost=cost))

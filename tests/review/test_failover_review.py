@@ -9,8 +9,8 @@ import pytest
 
 from skyc.apply.launch import reviewed_next
 from skyc.errors import InfeasibleError, PolicyViolation, SkycError
+from skyc.model.plan import Placement
 from skyc.optimizer.blocked import Blocked
-from skyc.optimizer.plan import Placement
 from skyc.review.admit import policy_gate
 from skyc.review.policy import Policy
 from skyc.task import Task

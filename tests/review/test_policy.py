@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skyc.errors import ConfigError
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.review.policy import Planned, Policy, Usage, evaluate, load_policy
 from tests.plan_diff.test_plan_diff import skyc
 from tests.support.terraform import requires_terraform

@@ -277,7 +277,7 @@ def test_a_local_nodes_log_is_stored_once_and_outlives_the_node(
 def test_plan_reshape_names_the_nodes_a_placement_removes_and_the_jobs_there(
         local_cluster: ClusterInfo, skyc_home: Path) -> None:
     from skyc.apply.preflight import check_reshape, plan_reshape
-    from skyc.optimizer.plan import Placement
+    from skyc.model.plan import Placement
 
     save_cluster(skyc_home, local_cluster)
     now = Placement(cloud="local", region="local", num_nodes=2, hourly_cost=0.0)

@@ -10,7 +10,7 @@ import pytest
 
 from skyc.apply.provision import plan_changes, provision, teardown
 from skyc.errors import ProvisionError
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 from tests.support.moto_server import CREDENTIALS, MotoServer, moto_server

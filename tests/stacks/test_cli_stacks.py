@@ -11,7 +11,7 @@ from pathlib import Path
 
 from skyc.apply.provision import provision
 from skyc.model.owner import owner_hash
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 from tests.support.terraform import requires_terraform, skyc_home

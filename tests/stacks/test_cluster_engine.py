@@ -13,7 +13,7 @@ import pytest
 
 from skyc.apply.provision import plan_changes
 from skyc.errors import ConfigError
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 from tests.support.terraform import TERRAFORM_ENV, requires_terraform

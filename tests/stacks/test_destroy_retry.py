@@ -13,7 +13,7 @@ import pytest
 
 from skyc.apply import provision
 from skyc.errors import ApplyFailed
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.stacks.terraform_output import diagnostic
 from skyc.task.candidate import ResourceCandidate
 

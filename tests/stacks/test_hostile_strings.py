@@ -244,7 +244,7 @@ def test_an_aws_stack_keeps_strings_literal_even_past_validation(
     moto."""
     from skyc.apply.provision import plan_changes
     from skyc.compiler.aws import tags
-    from skyc.optimizer.plan import Placement
+    from skyc.model.plan import Placement
     from skyc.settings.config import SkycConfig
     from skyc.task.candidate import ResourceCandidate
 

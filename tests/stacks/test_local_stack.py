@@ -11,7 +11,7 @@ import pytest
 from skyc.apply.provision import plan_changes, provision, teardown
 from skyc.errors import ConfigError
 from skyc.model.nodes import ClusterInfo
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import ProgressEvent
 from skyc.task.candidate import ResourceCandidate

@@ -121,7 +121,7 @@ def test_nodes_of_a_counted_stack_move_instead_of_being_replaced(tmp_path: Path)
     engine.init()
     engine.apply(engine.plan())
     from skyc.compiler import build_stack
-    from skyc.optimizer.plan import Placement
+    from skyc.model.plan import Placement
     from skyc.settings.config import SkycConfig
     from skyc.task.candidate import ResourceCandidate
 

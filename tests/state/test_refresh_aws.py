@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from skyc.apply.provision import provision, teardown
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.state.database import StateDB
 from skyc.task.candidate import ResourceCandidate

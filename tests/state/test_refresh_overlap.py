@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from skyc.apply.provision import provision, teardown
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 from tests.support.terraform import requires_terraform, skyc_home

@@ -280,7 +280,7 @@ def test_placement_and_up_helpers(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                                   state: StateKind) -> None:
     """``StateDB()`` opens the state SKYC_STATE_URL names (the file in SKYC_HOME without)."""
     from skyc.model.nodes import ClusterInfo, Node
-    from skyc.optimizer.plan import Placement
+    from skyc.model.plan import Placement
 
     monkeypatch.setenv("SKYC_HOME", str(tmp_path))
     if state.url:

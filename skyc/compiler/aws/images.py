@@ -22,7 +22,7 @@ from importlib import resources
 
 from skyc.compiler import drivers
 from skyc.errors import ConfigError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.task.candidate import ResourceCandidate
 
 # Instance families whose accelerators are AWS Neuron devices (Trainium, Inferentia).

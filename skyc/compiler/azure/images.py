@@ -31,7 +31,7 @@ from typing import Literal
 from skyc.compiler import drivers
 from skyc.compiler.azure.sizes import size_facts
 from skyc.errors import ConfigError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.task.candidate import ResourceCandidate
 
 _URN = re.compile(r"^([A-Za-z0-9][\w.-]*):([\w.-]+):([\w.-]+):([\w.-]+)$")

@@ -52,7 +52,7 @@ from skyc.compiler.base import BuildRequest, node_name, port_range_text
 from skyc.compiler.keys import RSA, ensure_key_pair
 from skyc.compiler.templates import render
 from skyc.errors import ConfigError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks.model import Block, Output, Provider, Ref, Resource, Stack, Var, Variable
 from skyc.task.candidate import ResourceCandidate

@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skyc.errors import ProvisionError, ProvisionFailure, Scope
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic
 
 CLOUD = "gcp"

@@ -25,7 +25,7 @@ from typing import Literal
 
 from skyc.compiler import drivers
 from skyc.errors import ConfigError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.task.candidate import ResourceCandidate
 
 Kind = Literal["gpu", "cpu", "tpu"]

@@ -17,7 +17,7 @@ from skyc.compiler.gcp.metadata import metadata
 from skyc.compiler.gcp.resources import block, resource
 from skyc.compiler.gcp.vm import Site
 from skyc.errors import UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.stacks.model import Output, Ref, Stack
 from skyc.task.candidate import ResourceCandidate
 

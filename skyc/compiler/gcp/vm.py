@@ -31,7 +31,7 @@ from skyc.compiler.base import node_name
 from skyc.compiler.gcp import images, machines, names
 from skyc.compiler.gcp.resources import block, resource
 from skyc.errors import ConfigError, UnsupportedFeature
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.stacks.model import Block, Output, Ref, Stack, Var, Variable
 from skyc.task.candidate import ResourceCandidate
 

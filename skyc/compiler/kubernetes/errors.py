@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from skyc.errors import ProvisionError, ProvisionFailure, Scope
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.stacks.diagnostics import Diagnostic
 
 CLOUD = "kubernetes"

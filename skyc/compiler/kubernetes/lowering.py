@@ -65,7 +65,7 @@ from skyc.compiler.kubernetes import manifest, selectors
 from skyc.compiler.kubernetes.config import KubernetesConfig
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.model.owner import OWNER_LABEL
-from skyc.optimizer.plan import Placement
+from skyc.model.plan import Placement
 from skyc.stacks.model import Output, Provider, Ref, Resource, Stack
 from skyc.task.candidate import ResourceCandidate
 
