@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from skyc.apply.failover import Attempt
-    from skyc.stacks.diagnostics import Diagnostic
+    from skyc.model.diagnostics import Diagnostic
 
 Scope = Literal["placement", "zone", "region", "cloud"]
 

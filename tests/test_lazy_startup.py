@@ -42,7 +42,7 @@ TARGET_PARTS = tuple(f"skyc.compiler.{t}.{m}"
                      for m in ("lowering", "errors", "outputs", "images"))
 # Stages of apply that plan, validate and exec do not run.
 STAGES = ("skyc.apply.launch", "skyc.apply.failover", "skyc.apply.provision", "skyc.apply.power",
-          "skyc.stacks.engine", "skyc.stacks.model", "skyc.stacks.terraform",
+          "skyc.stacks.engine", "skyc.model.stack", "skyc.stacks.terraform",
           "skyc.stacks.pulumi_engine", "skyc.stacks.pulumi_program", "skyc.jobs",
           "skyc.apply.reconcile")
 

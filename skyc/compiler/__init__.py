@@ -30,11 +30,11 @@ if TYPE_CHECKING:
         Target,
     )
     from skyc.errors import ProvisionError
+    from skyc.model.diagnostics import Diagnostic
     from skyc.model.nodes import Node
     from skyc.model.plan import Placement
+    from skyc.model.stack import Stack
     from skyc.settings.config import SkycConfig
-    from skyc.stacks.diagnostics import Diagnostic
-    from skyc.stacks.model import Stack
     from skyc.task.candidate import ResourceCandidate
 
 # Registered targets; each is the folder skyc/compiler/<name>/.

@@ -27,9 +27,9 @@ from skyc.task.candidate import ResourceCandidate
 
 if TYPE_CHECKING:  # neither the catalog nor the stacks are loaded for a target record
     from skyc.catalog.offer import Offer
+    from skyc.model.diagnostics import Diagnostic
     from skyc.model.nodes import Node
-    from skyc.stacks.diagnostics import Diagnostic
-    from skyc.stacks.model import Stack
+    from skyc.model.stack import Stack
 
 CLUSTER_LABEL = "skyc-cluster"
 # The label of the managed-jobs controller's cluster (skyc.jobs.controller_cluster).

@@ -1,4 +1,5 @@
-"""Stacks: the neutral Stack model, its emitters, the engines and their workspaces."""
+"""Stacks: the emitters of the neutral Stack model (``skyc.model.stack``), the engines and
+their workspaces."""
 
 from __future__ import annotations
 
@@ -8,17 +9,8 @@ from skyc.errors import ApplyFailed
 from skyc.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from skyc.stacks.diagnostics import Diagnostic
-    from skyc.stacks.engine import (
-        Engine,
-        ProgressCallback,
-        ProgressEvent,
-        Refresh,
-        ResourceChange,
-        StackDiff,
-    )
-    from skyc.stacks.engines import emit, engine_names, open_engine, stack_engine, write_stack
-    from skyc.stacks.model import (
+    from skyc.model.diagnostics import Diagnostic
+    from skyc.model.stack import (
         Block,
         LocalCommand,
         Output,
@@ -29,19 +21,29 @@ if TYPE_CHECKING:
         Var,
         Variable,
     )
+    from skyc.stacks.engine import (
+        Engine,
+        ProgressCallback,
+        ProgressEvent,
+        Refresh,
+        ResourceChange,
+        StackDiff,
+    )
+    from skyc.stacks.engines import emit, engine_names, open_engine, stack_engine, write_stack
     from skyc.stacks.terraform_json import STACK_FILE, to_terraform
     from skyc.stacks.workspace import check_cluster_name, cluster_workspace, has_stack
 
 # Each name's module, imported on first use: a command that needs one of them (a
 # cluster's workspace directory, the Stack model) does not load every engine's module.
+_STACK = "skyc.model.stack"
 _EXPORTS = {
-    "Diagnostic": "diagnostics", "Engine": "engine",
+    "Diagnostic": "skyc.model.diagnostics", "Engine": "engine",
     "ProgressCallback": "engine", "ProgressEvent": "engine", "Refresh": "engine",
     "ResourceChange": "engine", "StackDiff": "engine", "emit": "engines",
     "engine_names": "engines", "open_engine": "engines", "stack_engine": "engines",
-    "write_stack": "engines", "Block": "model", "LocalCommand": "model", "Output": "model",
-    "Provider": "model", "Ref": "model", "Resource": "model", "Stack": "model",
-    "Var": "model", "Variable": "model", "STACK_FILE": "terraform_json",
+    "write_stack": "engines", "Block": _STACK, "LocalCommand": _STACK, "Output": _STACK,
+    "Provider": _STACK, "Ref": _STACK, "Resource": _STACK, "Stack": _STACK,
+    "Var": _STACK, "Variable": _STACK, "STACK_FILE": "terraform_json",
     "to_terraform": "terraform_json", "check_cluster_name": "workspace",
     "cluster_workspace": "workspace", "has_stack": "workspace",
 }

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from skyc.stacks.model import Stack
+    from skyc.model.stack import Stack
 
 Action = Literal["create", "update", "replace", "delete", "no-op", "read"]
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from skyc.errors import UnsupportedFeature
 
 if TYPE_CHECKING:  # finding a workspace's engine loads neither
+    from skyc.model.stack import Stack
     from skyc.stacks.engine import Engine
-    from skyc.stacks.model import Stack
 
 ENGINES: dict[str, str] = {
     "terraform": "skyc.stacks.terraform",

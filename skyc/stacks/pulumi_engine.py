@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from skyc.errors import ApplyFailed, EngineError, EngineInterrupted
+from skyc.model.diagnostics import Diagnostic
+from skyc.model.stack import Stack
 from skyc.settings.config import load_config, skyc_home
 from skyc.stacks import pulumi_events
-from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.engine import ProgressCallback, Refresh, StackDiff, interrupt_requested
-from skyc.stacks.model import Stack
 from skyc.stacks.pulumi_python import PROJECT, PROJECT_FILE, files
 
 NAME = "pulumi"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from skyc.stacks.diagnostics import Diagnostic
+from skyc.model.diagnostics import Diagnostic
 from skyc.stacks.engine import Action, ProgressEvent, RefreshedResource, ResourceChange
 
 ENGINE = "pulumi"

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from skyc.errors import EngineError, SkycError
+from skyc.model.stack import Stack
 from skyc.stacks.engine import ResourceChange, StackDiff
-from skyc.stacks.model import Stack
 from skyc.stacks.pulumi_python import PROGRAM_FILE, PROJECT, program
 
 

@@ -15,7 +15,7 @@ import keyword
 from typing import Any
 
 from skyc.errors import EngineError, UnsupportedFeature
-from skyc.stacks.model import Block, Ref, Resource, Stack, Var, check_references
+from skyc.model.stack import Block, Ref, Resource, Stack, Var, check_references
 
 ENGINE = "pulumi"
 PROGRAM_FILE = "__main__.py"

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from skyc.errors import ApplyFailed, EngineError, EngineInterrupted
+from skyc.model.diagnostics import Diagnostic
+from skyc.model.stack import Stack
 from skyc.stacks import terraform_json
-from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.engine import (
     ProgressCallback,
     ProgressEvent,
@@ -30,7 +31,6 @@ from skyc.stacks.engine import (
     StackDiff,
     interrupt_requested,
 )
-from skyc.stacks.model import Stack
 from skyc.stacks.terraform_output import (
     diagnostic,
     drift_deleted,

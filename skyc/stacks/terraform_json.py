@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from skyc.errors import EngineError
-from skyc.stacks.model import (
+from skyc.model.stack import (
     Block,
     LocalCommand,
     Provider,

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from skyc.errors import EngineError
-from skyc.stacks.diagnostics import Diagnostic
+from skyc.model.diagnostics import Diagnostic
 from skyc.stacks.engine import ProgressEvent, RefreshedResource, ResourceChange
 
 ENGINE = "terraform"

@@ -22,9 +22,9 @@ from skyc.apply.failover import blocked_scope
 from skyc.compiler import classify_error
 from skyc.compiler.aws.errors import QUOTAS
 from skyc.errors import ProvisionError
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
 from skyc.optimizer.blocked import Blocked
-from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.terraform_output import diagnostic
 
 PLACEMENT = Placement(cloud="aws", region="us-east-1", zone="use1-az1",

@@ -16,9 +16,9 @@ import pytest
 from skyc.apply.failover import blocked_scope
 from skyc.compiler.azure.errors import classify, error_codes, error_message
 from skyc.errors import ProvisionError
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
 from skyc.optimizer.blocked import Blocked
-from skyc.stacks.diagnostics import Diagnostic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "azure"
 RECORDED = sorted(FIXTURES.glob("*.jsonl"))

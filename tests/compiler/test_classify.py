@@ -15,8 +15,8 @@ import pytest
 
 from skyc.compiler import classify_error
 from skyc.errors import ProvisionError
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
-from skyc.stacks.diagnostics import Diagnostic
 from skyc.stacks.terraform_output import diagnostic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "aws"

@@ -17,8 +17,8 @@ import pytest
 
 from skyc.compiler.gcp.errors import classify
 from skyc.errors import ProvisionError
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
-from skyc.stacks.diagnostics import Diagnostic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "gcp"
 RECORDED = sorted(FIXTURES.glob("*.jsonl"))

@@ -12,9 +12,9 @@ from skyc.compiler import build_stack, choose_engine, workspace_values
 from skyc.compiler.gcp import machines, names
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.model.plan import Placement
+from skyc.model.stack import Stack
 from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
-from skyc.stacks.model import Stack
 from skyc.task.candidate import ResourceCandidate
 
 V4_32 = Placement(cloud="gcp", region="us-central2", zone="us-central2-b", instance_type="TPU-VM",

@@ -20,8 +20,8 @@ import pytest
 
 from skyc.compiler.kubernetes.errors import RULES, classify
 from skyc.compiler.kubernetes.events import event_diagnostics, pod_diagnostics
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
-from skyc.stacks.diagnostics import Diagnostic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "kubernetes"
 CASES = sorted(FIXTURES.glob("*/*.json"))

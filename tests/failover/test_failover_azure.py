@@ -20,10 +20,10 @@ from skyc.apply.provision import destroy_attempt, plan_changes
 from skyc.compiler import classify_error
 from skyc.compiler.azure.errors import classify
 from skyc.errors import ApplyFailed, InfeasibleError, ProvisionError
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.stacks import open_engine
-from skyc.stacks.diagnostics import Diagnostic
 from skyc.task.candidate import ResourceCandidate
 from tests.support.pulumi_standin import install
 

@@ -21,8 +21,8 @@ from skyc.apply.failover import Blocked, provision_with_failover
 from skyc.compiler import classify_error
 from skyc.compiler.kubernetes.events import pod_diagnostics
 from skyc.errors import InfeasibleError, ProvisionError
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
-from skyc.stacks.diagnostics import Diagnostic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "kubernetes"
 

@@ -18,10 +18,10 @@ from skyc.apply.failover import provision_with_failover
 from skyc.catalog import load_catalog
 from skyc.compiler import classify_error
 from skyc.errors import ProvisionError
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
 from skyc.optimizer import optimize
 from skyc.optimizer.blocked import Blocked
-from skyc.stacks.diagnostics import Diagnostic
 from tests.optimizer.helpers import make_task
 
 

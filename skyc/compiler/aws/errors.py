@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from skyc.errors import ProvisionError, ProvisionFailure, Scope
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
-from skyc.stacks.diagnostics import Diagnostic
 
 # code -> (scope to block, retryable elsewhere)
 _CODES: dict[str, tuple[Scope, bool]] = {

@@ -37,8 +37,8 @@ from skyc.compiler.keys import ensure_key_pair
 from skyc.compiler.templates import render
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.model.plan import Placement
+from skyc.model.stack import Block, Output, Provider, Ref, Resource, Stack, Var, Variable
 from skyc.settings.config import SkycConfig
-from skyc.stacks.model import Block, Output, Provider, Ref, Resource, Stack, Var, Variable
 from skyc.task.candidate import ResourceCandidate
 
 SSH_USER = "ubuntu"  # the user of the images in skyc/compiler/data/aws_images.csv

@@ -47,8 +47,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skyc.errors import ProvisionError, ProvisionFailure, Scope
+from skyc.model.diagnostics import Diagnostic
 from skyc.model.plan import Placement
-from skyc.stacks.diagnostics import Diagnostic
 
 CLOUD = "azure"
 

@@ -29,8 +29,8 @@ from skyc.compiler.gcp.metadata import SSH_USER, metadata
 from skyc.compiler.gcp.resources import block, resource
 from skyc.compiler.keys import ensure_key_pair
 from skyc.errors import ConfigError, UnsupportedFeature
+from skyc.model.stack import Output, Provider, Ref, Stack, Var, Variable
 from skyc.settings.config import SkycConfig
-from skyc.stacks.model import Output, Provider, Ref, Stack, Var, Variable
 
 SUBNET_CIDR = "10.0.0.0/20"
 NETWORK = Ref(resource="network", attribute="id")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from skyc.compiler.templates import render
-from skyc.stacks.model import Var
+from skyc.model.stack import Var
 
 SSH_USER = "skyc"  # created from the ssh-keys metadata (and by the bootstrap if missing)
 

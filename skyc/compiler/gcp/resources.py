@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skyc.stacks.model import Block, Resource
+from skyc.model.stack import Block, Resource
 
 ENGINE = "pulumi"
 PROVIDER = "gcp"

@@ -18,7 +18,7 @@ from skyc.compiler.gcp.resources import block, resource
 from skyc.compiler.gcp.vm import Site
 from skyc.errors import UnsupportedFeature
 from skyc.model.plan import Placement
-from skyc.stacks.model import Output, Ref, Stack
+from skyc.model.stack import Output, Ref, Stack
 from skyc.task.candidate import ResourceCandidate
 
 

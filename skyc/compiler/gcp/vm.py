@@ -32,7 +32,7 @@ from skyc.compiler.gcp import images, machines, names
 from skyc.compiler.gcp.resources import block, resource
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.model.plan import Placement
-from skyc.stacks.model import Block, Output, Ref, Stack, Var, Variable
+from skyc.model.stack import Block, Output, Ref, Stack, Var, Variable
 from skyc.task.candidate import ResourceCandidate
 
 # The power-state input skyc's stop/start sets (its value from the workspace's file of

@@ -22,7 +22,7 @@ import datetime as _dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from skyc.stacks.diagnostics import Diagnostic
+from skyc.model.diagnostics import Diagnostic
 
 ENGINE = "kubernetes"
 _STARTING = {"ContainerCreating", "PodInitializing"}

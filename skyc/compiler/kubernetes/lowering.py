@@ -66,7 +66,7 @@ from skyc.compiler.kubernetes.config import KubernetesConfig
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.model.owner import OWNER_LABEL
 from skyc.model.plan import Placement
-from skyc.stacks.model import Output, Provider, Ref, Resource, Stack
+from skyc.model.stack import Output, Provider, Ref, Resource, Stack
 from skyc.task.candidate import ResourceCandidate
 
 DEFAULT_IMAGE = "docker.io/library/python:3.12-slim"  # bash, python3, tar

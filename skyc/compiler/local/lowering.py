@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from skyc.compiler import base
 from skyc.compiler.base import BuildRequest, node_name
-from skyc.stacks.model import LocalCommand, Output, Ref, Resource, Stack
+from skyc.model.stack import LocalCommand, Output, Ref, Resource, Stack
 
 
 def build(request: BuildRequest) -> Stack:

@@ -12,8 +12,8 @@ from typing import Any
 from skyc.compiler import base
 from skyc.compiler.base import BuildRequest
 from skyc.errors import ConfigError
+from skyc.model.stack import Output, Ref, Resource, Stack
 from skyc.settings.config import SkycConfig, SshPool
-from skyc.stacks.model import Output, Ref, Resource, Stack
 
 _HOST = re.compile(
     r"^(?:(?P<user>[^@\s]+)@)?(?P<host>[^:@\s]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$"
