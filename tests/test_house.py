@@ -107,3 +107,33 @@ def test_no_function_is_longer_than_sixty_lines() -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(SKYC)}:{node.lineno} {node.name}: {lines}")
     assert long == [], f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
+
+
+_PIPELINE = ("settings", "model", "task", "catalog", "optimizer", "compiler", "stacks",
+             "runtime", "state", "apply", "jobs", "review", "serve", "schemas", "cli")
+# The config file holds each target's own section; the settings read those models from
+# the target folders (light pydantic modules, see skyc/compiler/<target>/config.py).
+_ALLOWED_LATER = {("settings", "skyc.compiler.azure.config"),
+                  ("settings", "skyc.compiler.gcp.config"),
+                  ("settings", "skyc.compiler.kubernetes.config")}
+
+
+def test_no_stage_imports_a_later_one_when_it_is_loaded() -> None:
+    """Module-level imports follow the pipeline; a later stage is reached only from
+    inside the function that needs it."""
+    rank = {name: i for i, name in enumerate(_PIPELINE)}
+    found = []
+    for path in sorted(SKYC.rglob("*.py")):
+        parts = path.relative_to(SKYC).parts
+        if len(parts) < 2 or parts[0] not in rank:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     and node.level == 0 else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                stage = name.split(".")[1] if name.startswith("skyc.") else None
+                if (stage in rank and rank[stage] > rank[parts[0]]
+                        and (parts[0], name) not in _ALLOWED_LATER):
+                    found.append(f"{path.relative_to(SKYC)}:{node.lineno}: {name}")
+    assert found == [], "\n".join(found)

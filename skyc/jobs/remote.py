@@ -177,12 +177,12 @@ class RemoteController:
         """A job planned onto a cloud the controller's node has no credentials for (its
         ``skyc check`` says) is refused now, not when its controller applies."""
         from skyc.apply.launch import LaunchOptions, make_plan
-        from skyc.settings.infra import CLOUDS
+        from skyc.settings.infra import clouds
 
         plan = make_plan(list(tasks), LaunchOptions(), config=config)
         # Only the clouds need credentials (local and SSH pools need none).
         wanted = {tp.placement.cloud: tp.placement.infra for tp in plan.tasks
-                  if tp.placement.cloud in CLOUDS}
+                  if tp.placement.cloud in clouds()}
         if not wanted:
             return
         res = self._checked(["check", "--format", "json"], info=info)

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from skyc.compiler import CLOUD_TARGETS
 from skyc.settings.config import SkycConfig
 
 if TYPE_CHECKING:
@@ -24,7 +23,11 @@ if TYPE_CHECKING:
     from skyc.compiler.base import OwnOffers
 
 
-CLOUDS = CLOUD_TARGETS  # the registry's clouds, in the order `skyc check` lists them
+def clouds() -> tuple[str, ...]:
+    """The registry's clouds, in the order `skyc check` lists them."""
+    from skyc.compiler import CLOUD_TARGETS
+
+    return CLOUD_TARGETS
 
 
 class InfraStatus(NamedTuple):
@@ -78,7 +81,7 @@ def check_infra(config: SkycConfig, env: Mapping[str, str] | None = None,
     listed = {normalize(n) for n in config.infra} if config.infra is not None else None
     listed_full = {n.strip().lower() for n in config.infra or []}
     out = []
-    for cloud in CLOUDS:
+    for cloud in clouds():
         cred = _credentials(cloud, env, home, config)
         if listed is not None:
             on = cloud in listed
@@ -257,7 +260,7 @@ def missing_credentials(cloud: str, env: Mapping[str, str] | None = None,
     """
     from skyc.compiler import TARGETS, credentials
 
-    if cloud not in CLOUDS or cloud not in TARGETS:
+    if cloud not in clouds() or cloud not in TARGETS:
         return None
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home
