@@ -97,12 +97,13 @@ def read_compact(path: Path) -> dict[str, Any]:
     return data
 
 
-# Decompressing and parsing a cloud's catalog takes 5 to 10 ms (Azure's holds 1.6 MB of
-# JSON); its data kept in marshal's format loads in 1. The cache is derived data, under
-# $SKYC_HOME/cache, one file per catalog file, and holds the catalog file's path, size
-# and change time and this Python's version (marshal's format is its own) beside the
-# data: a catalog that changes, or a cache of another, is read again. The file's name
-# takes a CRC of the path, not a hash: hashlib loads OpenSSL, 1 to 5 ms of every plan.
+# Decompressing and parsing a cloud's catalog costs far more than loading its data kept
+# in marshal's format (Azure's holds 1.6 MB of JSON; bench_catalog.py measures both).
+# The cache is derived data, under $SKYC_HOME/cache, one file per catalog file, and
+# holds the catalog file's path, size and change time and this Python's version
+# (marshal's format is its own) beside the data: a catalog that changes, or a cache of
+# another, is read again. The file's name takes a CRC of the path, not a hash: hashlib
+# loads OpenSSL on every plan's path.
 
 
 def _cache_path(path: Path, size: int, mtime_ns: int) -> tuple[Path, CacheKey]:

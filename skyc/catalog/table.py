@@ -22,7 +22,7 @@ class InstanceEntry:
     """One instance type: its specs, and its rows (parsed from ``packed`` on first use).
 
     The table's classes are plain classes: a dataclass's methods are compiled when the
-    module is imported (about 1 ms each here), and every plan imports this one."""
+    module is imported, and every plan imports this one."""
 
     __slots__ = (
         "_by_zone",
@@ -173,7 +173,7 @@ class CloudTable:
 
     def _mark_family(self, t: InstanceEntry) -> bool:
         """Whether ``t`` is of a default CPU family, read from its name once, when first
-        asked: most runs never ask, and reading each of Azure's types costs 1 ms."""
+        asked: most runs never ask, and reading all of Azure's types is costly."""
         if t.default_family is None:
             t.default_family = t.accelerator is None and is_default(self.cloud, t.name)
         return t.default_family
@@ -258,7 +258,7 @@ class CloudTable:
 
 
 def _median(values: list[float]) -> float:
-    """As ``statistics.median`` (which imports fractions and decimal: 1 to 3 ms)."""
+    """As ``statistics.median`` (which imports fractions and decimal)."""
     ordered = sorted(values)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2

@@ -108,7 +108,7 @@ def _usage_name(self: Any) -> str:
 def _no_converter_for_absent_values() -> None:
     """typer releases that convert values through pydantic build a TypeAdapter for every
     parameter of the command run, the ones not given on the command line too (whose
-    value is None): about 0.4 ms each, and importing the adapters' module another 10 ms.
+    value is None), and import the adapters' module for them.
     An absent value needs no converter, so the parameter's value is settled as typer
     settles it (None, or () for a list) without one; so are the values of the plainest
     parameters (:func:`_plain_value`). Every other value goes through typer as before."""
@@ -281,7 +281,7 @@ def app_for(argv: list[str]) -> typer.Typer:
 def _no_plugin_search() -> None:
     """With plugins disabled, pydantic still imports its plugin loader the first time
     it builds a validator, and that module imports ``importlib.metadata`` (and through
-    it the email package): about 10 ms of every command's start for nothing. The CLI,
+    it the email package) at every command's start, for nothing. The CLI,
     which disables plugins, gives pydantic a loader that finds none instead."""
     name = "pydantic.plugin._loader"
     if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("1", "true", "__all__") or (
@@ -320,7 +320,7 @@ def main() -> None:
 
 def _before_exit() -> None:
     """The process ends next. Its last garbage collections would walk every object the
-    imports made (pydantic's schemas, typer's and rich's classes), about 60 ms of a
+    imports made (pydantic's schemas, typer's and rich's classes), a large part of a
     short command's run, to free memory the OS takes back anyway: the objects alive now
     are left out of them. Objects are still freed as their references go, files and
     databases still closed, ``atexit`` and ``weakref.finalize`` hooks still run."""

@@ -40,7 +40,7 @@ CONTROLLER_ROLE = "jobs-controller"
 class Capabilities(NamedTuple):
     """What a target can do. The compiler and failover read this, never a cloud name.
     A record declared in code, so a named tuple: an unknown field is a TypeError and
-    mypy checks the types (a pydantic model's validator took every plan 5 ms to build)."""
+    mypy checks the types (a pydantic model's validator would be built on every plan)."""
 
     cloud: str
     spot: bool = False

@@ -94,7 +94,7 @@ def write_trailer(code: int, cancelled: str | None = None) -> None:
 def node_token() -> str:
     """Names this node's jobs among every process of the machine (several local nodes
     may share one machine and one user): a hash of the real path of ``~/.skyc``, kept in
-    ``~/.skyc/token`` beside that path, since hashlib is 10 ms of a phase's start."""
+    ``~/.skyc/token`` beside that path, so that a phase's start does not import hashlib."""
     home = os.path.realpath(skyc_dir())
     path = os.path.join(home, "token")
     saved = (read_text(path) or "").split("\n")
@@ -408,7 +408,7 @@ def _default_signals() -> None:
 def _start_detached(argv: list[str], cwd: str, env: dict[str, str], out_fd: int) -> int:
     """Start ``argv`` in a session of its own, in ``cwd``, with stdin from /dev/null and
     stdout and stderr to ``out_fd``; its pid. What subprocess.Popen(start_new_session=True)
-    does, without importing subprocess (12 ms of every phase's start). ``argv[0]`` is
+    does, without importing subprocess at every phase's start. ``argv[0]`` is
     looked for on the PATH of ``env``, as execvpe does; a program found nowhere raises
     FileNotFoundError, and an exec that fails (E2BIG) raises its OSError here, through a
     close-on-exec pipe."""
@@ -559,7 +559,7 @@ def _follow(job_id: int, phase: str, follow: bool, offset: int = 0) -> int:
 def encode_run_spec(command: str, env: dict[str, str], cwd: str) -> bytes:
     """What ``run`` reads on stdin: the phase's directory, its command, then each
     variable's name and value, each as ``<byte length>:<utf-8 bytes>``. Read without
-    json, which was 18 ms of each phase's start (through re and enum)."""
+    json, whose import (through re and enum) would weigh on each phase's start."""
     fields = [cwd, command]
     for name, value in env.items():
         fields += [name, value]
@@ -1113,8 +1113,8 @@ def cmd_autostop(args: Args) -> int:
 # Each command's positional arguments and options, as (name, kind) and
 # ``--flag: (name, kind, default)``; a kind is int, str, a tuple of choices, or FLAG (an
 # option without a value). skyc writes these command lines, never a person; parsing them
-# here rather than with argparse keeps about 10 ms (argparse, and the shutil its
-# subcommands import) off the start of every phase.
+# here rather than with argparse keeps argparse (and the shutil its subcommands import)
+# off the start of every phase.
 FLAG = "flag"
 COMMANDS: dict[str, tuple[Any, tuple[tuple[str, Any], ...],
                           dict[str, tuple[str, Any, Any]]]] = {

@@ -38,7 +38,7 @@ def agent_source() -> tuple[bytes, str]:
 def agent_module_name(version: str) -> str:
     """The name the agent of ``version`` has on a node: ``~/.skyc/<name>.py``. It is
     imported from there, not run as a script, so that the node's Python keeps its
-    compiled code (``~/.skyc/__pycache__``): compiling it was 16 ms of every phase."""
+    compiled code (``~/.skyc/__pycache__``) instead of compiling it for every phase."""
     return "agent_" + version.replace("-", "_")
 
 

@@ -130,7 +130,7 @@ InfraField = Annotated[
 def _ports_out(ports: tuple[str, ...]) -> list[str]:
     # A function of skyc's own, not the builtin ``list``: pydantic reads a serializer's
     # signature, and a builtin's is parsed from its text signature with the tokenize
-    # module (its regexes compiled on first use: 2 to 3 ms of every task's loading).
+    # module (its regexes compiled on first use, on every task's loading).
     return list(ports)
 
 

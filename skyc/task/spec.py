@@ -196,7 +196,7 @@ class Task(_Model):
     workdir: Workdir | None = None
     num_nodes: Annotated[StrictInt, Field(gt=0, le=MAX_NUM_NODES)] = 1
     # No ``resources:`` is an empty Resources, which has nothing to validate: made
-    # without building Resources' own validator (about 10 ms of a run's start).
+    # without building Resources' own validator at a run's start.
     resources: Resources = Field(default_factory=Resources.model_construct)
     envs: dict[EnvName, EnvValue] = Field(default_factory=dict)
     secrets: dict[EnvName, SecretValue] = Field(default_factory=dict)

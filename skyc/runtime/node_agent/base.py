@@ -59,7 +59,7 @@ def write_trailer(code: int, cancelled: str | None = None) -> None:
 def node_token() -> str:
     """Names this node's jobs among every process of the machine (several local nodes
     may share one machine and one user): a hash of the real path of ``~/.skyc``, kept in
-    ``~/.skyc/token`` beside that path, since hashlib is 10 ms of a phase's start."""
+    ``~/.skyc/token`` beside that path, so that a phase's start does not import hashlib."""
     home = os.path.realpath(skyc_dir())
     path = os.path.join(home, "token")
     saved = (read_text(path) or "").split("\n")

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 # Each command's positional arguments and options, as (name, kind) and
 # ``--flag: (name, kind, default)``; a kind is int, str, a tuple of choices, or FLAG (an
 # option without a value). skyc writes these command lines, never a person; parsing them
-# here rather than with argparse keeps about 10 ms (argparse, and the shutil its
-# subcommands import) off the start of every phase.
+# here rather than with argparse keeps argparse (and the shutil its subcommands import)
+# off the start of every phase.
 FLAG = "flag"
 COMMANDS: dict[str, tuple[Any, tuple[tuple[str, Any], ...],
                           dict[str, tuple[str, Any, Any]]]] = {
