@@ -33,7 +33,7 @@ from skyc.model.cluster_names import cluster_name_for
 from skyc.model.plan import Placement, Plan
 from skyc.optimizer.blocked import Blocked
 from skyc.settings.config import SkycConfig, load_config
-from skyc.state.job_records import JobRecorder, interrupted
+from skyc.state.cluster_jobs import JobRecorder, interrupted
 
 if TYPE_CHECKING:
     from skyc.jobs.records import ManagedJob

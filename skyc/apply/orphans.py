@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from skyc.settings.home import skyc_home
-from skyc.stacks.engines import stack_engine
+from skyc.stacks.registry import stack_engine
 from skyc.stacks.workspace import NAME, cluster_workspace
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from skyc.model.nodes import CLUSTER_FILE, ClusterInfo
 from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig, load_config
 from skyc.stacks.engine import Engine, ProgressCallback, StackDiff
-from skyc.stacks.engines import open_engine, stack_engine, write_stack
+from skyc.stacks.registry import open_engine, stack_engine, write_stack
 from skyc.stacks.workspace import cluster_workspace
 from skyc.task.candidate import ResourceCandidate
 

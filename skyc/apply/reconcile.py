@@ -101,7 +101,7 @@ def _power(name: str, stopped: bool, seen: Observed) -> tuple[ClusterStatus, str
 def observe(record: ClusterRecord) -> Observed:
     """Ask the engine the cluster was created with to refresh (it reads every resource
     back; nothing is changed) and look for local nodes' directories."""
-    from skyc.stacks.engines import open_engine, stack_engine
+    from skyc.stacks.registry import open_engine, stack_engine
     from skyc.stacks.workspace import cluster_workspace
 
     workspace = Path(record.workspace) if record.workspace else cluster_workspace(record.name)

@@ -143,7 +143,7 @@ def _launch_task(task_file: Path, tasks: Sequence[Task], opts: LaunchOptions,
     optimizer); the job's exit code is the command's."""
     from skyc.apply.launch import launch
     from skyc.cli.plan_stacks import policy_constraint
-    from skyc.cli.report import ConsoleReporter
+    from skyc.cli.progress import ConsoleReporter
     from skyc.settings.config import load_config
 
     opts.admit = _policy_gate(policy_file, task_file, tasks, allow_policy_violations)
@@ -190,7 +190,7 @@ def _apply_saved(path: Path, secret: list[str], base: LaunchOptions,
     """``skyc apply PLANFILE``: exactly the reviewed plan, without asking again; when
     every placement it lists failed, ``ask`` (None: stop) says whether to go on."""
     from skyc.apply.launch import launch
-    from skyc.cli.report import ConsoleReporter
+    from skyc.cli.progress import ConsoleReporter
     from skyc.review.planfile import read
     from skyc.review.saved_apply import launch_options, load_tasks_of
     from skyc.settings.config import load_config

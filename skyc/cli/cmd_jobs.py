@@ -183,8 +183,8 @@ def _run_on_cluster(cluster: str, info: ClusterInfo, task: Task, spec: JobSpec, 
     """Run ``task`` (as ``spec``) on the cluster's nodes, under its lock; recorded in
     the state database when skyc knows the cluster."""
     from skyc.runtime import run_job
+    from skyc.state.cluster_jobs import JobRecorder, interrupted
     from skyc.state.database import StateDB
-    from skyc.state.job_records import JobRecorder, interrupted
 
     with StateDB() as db:
         recorder = JobRecorder(db, cluster, task.name,

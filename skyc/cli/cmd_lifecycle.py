@@ -119,7 +119,7 @@ def stop_cmd(
     from skyc.apply.launch import check_not_managed
     from skyc.apply.power import stop_cluster
     from skyc.cli.output import print_line
-    from skyc.cli.report import ConsoleReporter
+    from skyc.cli.progress import ConsoleReporter
 
     check_not_managed(cluster, "stopping")
     say_if_locked(cluster, lock_timeout)
@@ -139,7 +139,7 @@ def start_cmd(
     """Start a stopped cluster: its stack re-applied with the nodes running."""
     from skyc.apply.power import start_cluster
     from skyc.cli.output import print_line
-    from skyc.cli.report import ConsoleReporter
+    from skyc.cli.progress import ConsoleReporter
 
     say_if_locked(cluster, lock_timeout)
     info = start_cluster(cluster, ConsoleReporter(), lock_timeout)

@@ -116,7 +116,7 @@ def _submit(remote: Any, path: Path, name: str | None, envs: dict[str, str],
     from skyc.jobs import launch
 
     if remote is not None:
-        from skyc.cli.report import ConsoleReporter
+        from skyc.cli.progress import ConsoleReporter
 
         job_id = int(remote.launch(path, name=name, envs=envs, secrets=secrets,
                                    reporter=ConsoleReporter()))
@@ -348,7 +348,7 @@ def controller_up_cmd() -> None:
     """Bring up the jobs controller cluster (config jobs.controller): its stack is applied
     again and skyc reinstalled there (a controller that does not answer comes back)."""
     from skyc.cli.output import print_line
-    from skyc.cli.report import ConsoleReporter
+    from skyc.cli.progress import ConsoleReporter
     from skyc.errors import ConfigError
     from skyc.jobs.remote import configured
 

@@ -58,14 +58,14 @@ def stack_entry(
 
 def _why_not(engine: str) -> str | None:
     """Why the engine cannot compute a diff here (None when it can)."""
-    from skyc.stacks.engines import engine_module
+    from skyc.stacks.registry import engine_module
 
     return engine_module(engine).unavailable()
 
 
 def _previews_offline(engine: str) -> bool:
     """Whether the engine's diff reads no cloud (an offline preview: no credentials)."""
-    from skyc.stacks.engines import engine_module
+    from skyc.stacks.registry import engine_module
 
     return engine_module(engine).previews_offline()
 

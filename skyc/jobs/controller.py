@@ -388,8 +388,8 @@ class Controller:
 
     def _submit(self, info: ClusterInfo, spec: JobSpec) -> Any:
         from skyc.runtime import run_job
+        from skyc.state.cluster_jobs import JobRecorder
         from skyc.state.database import StateDB
-        from skyc.state.job_records import JobRecorder
 
         stop = threading.Event()
 
@@ -446,7 +446,7 @@ class Controller:
                    connect_timeout: float | None = None) -> None:
         """Keep the run's output under the job's log directory (its cluster goes away)."""
         from skyc.runtime import tail_logs
-        from skyc.runtime.jobs import CONNECT_TIMEOUT
+        from skyc.runtime.run import CONNECT_TIMEOUT
 
         path = managed_log_dir(self.job_id) / f"attempt-{attempt}-job-{run_id}.log"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -115,7 +115,7 @@ def stack_files(cluster: str, placement: Placement, task: Task, config: SkycConf
     """The cluster's stack as its engine's emitter writes it (pure: the cluster's
     workspace is read, for the owner recorded when it was created, never written)."""
     from skyc.compiler import build_stack
-    from skyc.stacks.engines import emit
+    from skyc.stacks.registry import emit
     from skyc.stacks.workspace import cluster_workspace
 
     candidate = task.candidates()[placement.candidate_index]

@@ -17,7 +17,7 @@ from skyc.runtime.control import (
     wait_for_boot,
     wait_for_nodes,
 )
-from skyc.runtime.jobs import run_job
+from skyc.runtime.run import run_job
 from skyc.runtime.spec import JobResult, JobSpec, NodeResult, job_spec_from_task
 
 __all__ = [

@@ -26,7 +26,7 @@ from skyc.errors import RuntimeAgentError, UnsupportedFeature
 from skyc.model.nodes import ClusterInfo
 from skyc.runtime.boot import run_waiting
 from skyc.runtime.boot_record import BootWait, WaitCallback, plan_boot
-from skyc.runtime.jobs import CONNECT_TIMEOUT
+from skyc.runtime.run import CONNECT_TIMEOUT
 from skyc.runtime.session import ClusterSession
 
 _PASSED_ON = ("SKYC_HOME", "PYTHONPATH", "PATH", "SKYC_TERRAFORM", "SKYC_TF_PLUGIN_DIR",

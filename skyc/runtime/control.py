@@ -13,7 +13,6 @@ from skyc.errors import RuntimeAgentError, SkycError
 from skyc.model.nodes import ClusterInfo
 from skyc.runtime.boot import run_waiting
 from skyc.runtime.boot_record import BootWait, WaitCallback, plan_boot
-from skyc.runtime.jobs import CONNECT_TIMEOUT, best_effort_cancel
 from skyc.runtime.logs import (
     LineCallback,
     NodeOutput,
@@ -21,6 +20,7 @@ from skyc.runtime.logs import (
     cluster_log_root,
     write_job_table,
 )
+from skyc.runtime.run import CONNECT_TIMEOUT, best_effort_cancel
 from skyc.runtime.session import ClusterSession
 
 _PRECEDENCE = ("FAILED_SETUP", "FAILED", "CANCELLED", "SETTING_UP", "RUNNING", "SETUP_DONE",

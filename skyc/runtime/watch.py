@@ -19,9 +19,9 @@ from pathlib import Path
 
 from skyc.model.nodes import ClusterInfo
 from skyc.runtime.control import _queue
-from skyc.runtime.jobs import CONNECT_TIMEOUT, all_nodes
 from skyc.runtime.logs import JobLog, OutputCallback, cluster_log_root, record_exit_code
 from skyc.runtime.remote import NodeAgent, read_trailer
+from skyc.runtime.run import CONNECT_TIMEOUT, all_nodes
 from skyc.runtime.session import ClusterSession, node_phase_log
 
 

@@ -105,8 +105,8 @@ def start(info: ClusterInfo, work: ReplicaTask, service: str, replica: int,
           port: int) -> JobResult:
     """Setup (to its end), then the run, detached: the replica's job."""
     from skyc.runtime import run_job
+    from skyc.state.cluster_jobs import JobRecorder
     from skyc.state.database import StateDB
-    from skyc.state.job_records import JobRecorder
 
     ids = {"SKYPILOT_SERVE_REPLICA_ID": str(replica), "SKYC_SERVE_REPLICA_ID": str(replica),
            "SKYC_SERVE_SERVICE": service, "SKYC_SERVE_PORT": str(port)}

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         ResourceChange,
         StackDiff,
     )
-    from skyc.stacks.engines import emit, engine_names, open_engine, stack_engine, write_stack
+    from skyc.stacks.registry import emit, engine_names, open_engine, stack_engine, write_stack
     from skyc.stacks.terraform_json import STACK_FILE, to_terraform
     from skyc.stacks.workspace import check_cluster_name, cluster_workspace, has_stack
 
@@ -39,9 +39,9 @@ _STACK = "skyc.model.stack"
 _EXPORTS = {
     "Diagnostic": "skyc.model.diagnostics", "Engine": "engine",
     "ProgressCallback": "engine", "ProgressEvent": "engine", "Refresh": "engine",
-    "ResourceChange": "engine", "StackDiff": "engine", "emit": "engines",
-    "engine_names": "engines", "open_engine": "engines", "stack_engine": "engines",
-    "write_stack": "engines", "Block": _STACK, "LocalCommand": _STACK, "Output": _STACK,
+    "ResourceChange": "engine", "StackDiff": "engine", "emit": "registry",
+    "engine_names": "registry", "open_engine": "registry", "stack_engine": "registry",
+    "write_stack": "registry", "Block": _STACK, "LocalCommand": _STACK, "Output": _STACK,
     "Provider": _STACK, "Ref": _STACK, "Resource": _STACK, "Stack": _STACK,
     "Var": _STACK, "Variable": _STACK, "STACK_FILE": "terraform_json",
     "to_terraform": "terraform_json", "check_cluster_name": "workspace",

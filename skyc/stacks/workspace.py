@@ -1,7 +1,7 @@
 """Stack workspaces on disk: ``$SKYC_HOME/clusters/<name>/``.
 
 A workspace holds the stack as its engine reads it (written by the engine's
-module, see :mod:`skyc.stacks.engines`), its public input values (e.g. the
+module, see :mod:`skyc.stacks.registry`), its public input values (e.g. the
 cluster's SSH public key), the engine's local state, the cluster's SSH key pair
 (``keys/``, private key 0600), ``cluster.json`` once provisioned, and ``logs/``
 (one file per engine run), and ``owner``: who the cluster belongs to (see
@@ -22,7 +22,7 @@ from skyc.errors import ConfigError
 from skyc.model.nodes import CLUSTER_FILE
 from skyc.model.owner import OWNER_PATTERN
 from skyc.settings.home import skyc_home
-from skyc.stacks.engines import ENGINE_FILE, stack_engine, write_stack
+from skyc.stacks.registry import ENGINE_FILE, stack_engine, write_stack
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 OWNER_FILE = "owner"

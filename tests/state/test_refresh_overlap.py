@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow, requires_terraform]
 
 
 def _refresh_rounds(workspace: str, rounds: int, results: multiprocessing.Queue[str]) -> None:
-    from skyc.stacks.engines import open_engine
+    from skyc.stacks.registry import open_engine
 
     try:
         for _ in range(rounds):
@@ -57,7 +57,7 @@ def test_a_refresh_that_meets_a_lock_being_taken_runs_again(skyc_home: Path) -> 
     import fcntl
     import threading
 
-    from skyc.stacks.engines import open_engine
+    from skyc.stacks.registry import open_engine
     from skyc.stacks.terraform import lost_lock_race
 
     placement = Placement(cloud="local", num_nodes=1, hourly_cost=0.0)
