@@ -24,19 +24,3 @@ def lazy_exports(package: str, modules: Mapping[str, str]) -> Callable[[str], An
         return value
 
     return __getattr__
-
-
-def lazy_target(package: str, make: Callable[[], Any]) -> Callable[[str], Any]:
-    """The ``__getattr__`` of a target package whose ``TARGET`` record is made by
-    ``make`` on first use: the config module imports the package's ``config``, and the
-    compiler's base module (which imports the config) loads only when a record is
-    asked for."""
-    namespace = sys.modules[package].__dict__
-
-    def __getattr__(name: str) -> Any:
-        if name != "TARGET":
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        namespace["TARGET"] = record = make()
-        return record
-
-    return __getattr__

@@ -1,9 +1,12 @@
 """The compiler: lower a cluster placement into a Stack, one folder per target.
 
-Targets are a registry loaded lazily by name: ``skyc/compiler/<name>/`` holds
-the ``TARGET`` record and the same modules for every target (see
-:mod:`skyc.compiler.base`). This package picks the target for ``placement.cloud``,
-applies the checks its capabilities call for, and chooses the engine.
+Targets are a registry of packages loaded lazily by name: each package's ``target``
+module holds ``TARGET``, a :class:`~skyc.compiler.contract.Target` (its record and
+parts). The built-in ones are the folders ``skyc/compiler/<name>/``; another is added
+with :func:`register` (a target's name and its package need not be the same word:
+``lambda`` cannot be a folder an ``import`` statement names). This package picks the
+target for ``placement.cloud``, applies the checks its capabilities call for, and
+chooses the engine.
 """
 
 from __future__ import annotations
@@ -11,24 +14,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
+from skyc.compiler.contract import Capabilities, Target
 from skyc.errors import UnsupportedFeature
 
 # Light on purpose: the config module imports the target folders' config sections,
 # which imports this package; the base module (and through it the optimizer's and
-# the stacks' models) loads when a target's record or modules are first asked for.
+# the stacks' models) loads when a target's parts are first asked for.
 if TYPE_CHECKING:
-    from skyc.compiler.base import (
-        Capabilities,
-        CredentialCheck,
-        CredentialsModule,
-        Errors,
-        Lowering,
-        Outputs,
-        OwnOffers,
-        Target,
-    )
+    from skyc.compiler.contract import CredentialCheck, Lowering, OwnOffers
     from skyc.errors import ProvisionError
     from skyc.model.diagnostics import Diagnostic
     from skyc.model.nodes import Node
@@ -37,33 +32,74 @@ if TYPE_CHECKING:
     from skyc.settings.config import SkycConfig
     from skyc.task.candidate import ResourceCandidate
 
-# Registered targets; each is the folder skyc/compiler/<name>/.
-TARGETS = ("aws", "azure", "gcp", "kubernetes", "local", "ssh")
-# The targets that are bought from a provider (they need credentials and have offers
-# of their own or a price catalog), in the order `skyc check` lists them; the others
-# (local, ssh) are machines skyc is given.
-CLOUD_TARGETS = ("aws", "gcp", "azure", "kubernetes")
-# The modules every target folder holds.
-TARGET_MODULES = ("lowering", "errors", "outputs", "credentials")
+# The built-in targets, in the order `skyc check` lists the bought ones.
+_BUILT_IN = ("aws", "gcp", "azure", "kubernetes", "local", "ssh")
+# name -> the package holding its ``target`` module, in registration order.
+_PACKAGES: dict[str, str] = {name: f"skyc.compiler.{name}" for name in _BUILT_IN}
+_LOADED: dict[str, Target] = {}
+# The modules every target package holds (its ``target`` module hands them out).
+TARGET_MODULES = ("target", "lowering", "errors", "outputs", "credentials")
+
+
+def register(name: str, package: str) -> None:
+    """Add the target ``name`` whose record is ``<package>.target.TARGET`` (replacing a
+    registration of the same name). Its record is checked when first loaded."""
+    if not name or name != name.strip().lower() or "/" in name:
+        raise ValueError(f"a target's name is a lower-case word, not {name!r}")
+    _PACKAGES[name] = package
+    _LOADED.pop(name, None)
+
+
+def unregister(name: str) -> None:
+    """Remove a target added with :func:`register` (the built-in ones stay)."""
+    if name in _BUILT_IN:
+        raise ValueError(f"{name} is a built-in target")
+    _PACKAGES.pop(name, None)
+    _LOADED.pop(name, None)
+
+
+def target_names() -> tuple[str, ...]:
+    """Every registered target's name, sorted."""
+    return tuple(sorted(_PACKAGES))
+
+
+def cloud_names() -> tuple[str, ...]:
+    """The registered targets bought from a provider (they need credentials; `skyc
+    check` lists them in this order); the others are machines skyc is given."""
+    return tuple(name for name in _PACKAGES if target(name).bought)
+
+
+def is_target(name: str) -> bool:
+    return name in _PACKAGES
 
 
 def target(name: str) -> Target:
-    """The target record for ``name``, or UnsupportedFeature naming the known ones."""
-    if name not in TARGETS:
+    """The target ``name`` (its record and parts), or UnsupportedFeature naming the
+    known ones. A record that disagrees with itself (a capability without the part
+    that carries it out) is a TypeError."""
+    record = _LOADED.get(name)
+    if record is not None:
+        return record
+    package = _PACKAGES.get(name)
+    if package is None:
         raise UnsupportedFeature(
-            f"infra: skyc cannot provision on {name!r} yet (supported: {', '.join(TARGETS)})"
+            f"infra: skyc cannot provision on {name!r} yet "
+            f"(supported: {', '.join(target_names())})"
         )
-    record = importlib.import_module(f"skyc.compiler.{name}").TARGET
-    return cast("Target", record)
-
-
-def _part(name: str, module: str) -> Any:
-    target(name)
-    return importlib.import_module(f"skyc.compiler.{name}.{module}")
+    record = importlib.import_module(f"{package}.target").TARGET
+    if record.name != name:
+        raise TypeError(f"{package}.target.TARGET is named {record.name!r}, not {name!r}")
+    # A registered target's parts are checked when it is loaded; the built-in ones'
+    # are checked by the conformance tests, so that a plan loads no part it does not use.
+    problems = record.problems(parts=name not in _BUILT_IN)
+    if problems:
+        raise TypeError(f"target {name}: {'; '.join(problems)}")
+    _LOADED[name] = record
+    return record  # type: ignore[no-any-return]
 
 
 def lowering(name: str) -> Lowering:
-    return cast("Lowering", _part(name, "lowering"))
+    return target(name).lowering()
 
 
 def capabilities(cloud: str) -> Capabilities:
@@ -144,11 +180,11 @@ def nodes_from_outputs(
 ) -> list[Node]:
     """The cluster's nodes from the engine's outputs. SSH nodes are reached through the
     proxy command the target's config names for ``region``, if any (the target's
-    ``outputs.ssh_proxy_command``)."""
-    module = cast("Outputs", _part(cloud, "outputs"))
-    nodes = module.nodes(cluster, outputs, config=config, workspace=workspace)
-    proxy_for = getattr(module, "ssh_proxy_command", None)
-    proxy = proxy_for(config, region) if proxy_for is not None else None
+    ``ssh_proxy`` part)."""
+    record = target(cloud)
+    nodes = record.outputs().nodes(cluster, outputs, config=config, workspace=workspace)
+    hook = record.ssh_proxy()
+    proxy = hook.ssh_proxy_command(config, region) if hook is not None else None
     if not proxy:
         return nodes
     return [n.model_copy(update={"proxy_command": proxy})
@@ -158,33 +194,27 @@ def nodes_from_outputs(
 def node_stopped(cloud: str, resource_type: str, values: dict[str, Any]) -> bool | None:
     """Whether a resource the engine read back is one of the target's nodes and stopped
     (True) or running (False); None for other resources, and for targets that cannot
-    tell (the target's ``outputs.stopped``)."""
-    hook = getattr(_part(cloud, "outputs"), "stopped", None)
-    return None if hook is None else cast("bool | None", hook(resource_type, values))
+    tell (no ``power`` part)."""
+    power = target(cloud).power()
+    return None if power is None else power.stopped(resource_type, values)
 
 
 def tells_node_states(cloud: str) -> bool:
     """Whether the target reads its nodes' states from refreshed resources."""
-    return hasattr(_part(cloud, "outputs"), "stopped")
+    return target(cloud).power() is not None
 
 
 def classify_error(
     cloud: str, diagnostics: Sequence[Diagnostic], *, placement: Placement | None = None
 ) -> ProvisionError | None:
     """A ProvisionError for the first diagnostic the target recognizes, else None."""
-    return cast("Errors", _part(cloud, "errors")).classify(diagnostics, placement)
+    return target(cloud).errors().classify(diagnostics, placement)
 
 
 def own_offers(name: str) -> OwnOffers | None:
-    """The ``offers`` module of a target that has no price catalog and learns its
-    offers elsewhere (a cluster's nodes, the config), or None."""
-    import importlib.util
-
-    target(name)
-    module = f"skyc.compiler.{name}.offers"
-    if importlib.util.find_spec(module) is None:
-        return None
-    return cast("OwnOffers", importlib.import_module(module))
+    """The offers part of a target that has no price catalog and learns its offers
+    elsewhere (a cluster's nodes, the config), or None."""
+    return target(name).own_offers()
 
 
 def credentials(
@@ -192,22 +222,10 @@ def credentials(
 ) -> CredentialCheck:
     """Whether the target's credentials are present (cheap local checks only); the
     config gives a target its own section (a project, a subscription)."""
-    module = cast("CredentialsModule", _part(cloud, "credentials"))
-    return module.credentials(env, home, config)
-
-
-def __getattr__(name: str) -> Any:
-    """``Capabilities`` and ``Target``, the records' types, from the base module on
-    first use (importing it here would load the optimizer's and stacks' models)."""
-    if name in ("Capabilities", "Target"):
-        from skyc.compiler import base
-
-        return getattr(base, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return target(cloud).credentials().credentials(env, home, config)
 
 
 __all__ = [
-    "TARGETS",
     "TARGET_MODULES",
     "Capabilities",
     "Target",
@@ -215,11 +233,17 @@ __all__ = [
     "capabilities",
     "choose_engine",
     "classify_error",
+    "cloud_names",
     "credentials",
+    "is_target",
     "lowering",
     "node_stopped",
     "nodes_from_outputs",
+    "own_offers",
+    "register",
     "target",
+    "target_names",
     "tells_node_states",
+    "unregister",
     "workspace_values",
 ]

@@ -1,12 +1,8 @@
-"""What every target of the compiler declares and provides.
+"""What the targets share: the request a lowering gets, the labels and names every
+stack uses, and the checks every placement passes before a target lowers it.
 
-Each target is a folder, ``skyc/compiler/<target>/``, with the same files:
-``__init__.py`` (a :class:`Target` record: name, capabilities, the engines it
-supports in order of preference), ``lowering.py`` (``build(request) -> Stack``
-and ``workspace_values``), ``errors.py`` (``classify(diagnostics, placement)``),
-``outputs.py`` (``nodes(cluster, outputs, ...)``) and ``credentials.py``
-(``credentials(env, home)``). Differences between targets are declared in the
-record and handled here, not branched on by cloud name.
+What a target is (its record and parts) is :mod:`skyc.compiler.contract`; its names
+are re-exported here for the targets' modules.
 """
 
 from __future__ import annotations
@@ -14,10 +10,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from skyc.compiler.contract import (
+    Capabilities,
+    CredentialCheck,
+    CredentialsModule,
+    Errors,
+    Lowering,
+    Outputs,
+    OwnOffers,
+    Power,
+    SshProxy,
+    Target,
+)
 from skyc.errors import ConfigError, EngineError, ProvisionError, UnsupportedFeature
 from skyc.model.owner import OWNER_LABEL
 from skyc.model.owner import owner_hash as hash_of_owner
@@ -26,39 +34,18 @@ from skyc.settings.config import SkycConfig
 from skyc.task.candidate import ResourceCandidate
 
 if TYPE_CHECKING:  # neither the catalog nor the stacks are loaded for a target record
-    from skyc.catalog.offer import Offer
     from skyc.model.diagnostics import Diagnostic
-    from skyc.model.nodes import Node
     from skyc.model.stack import Stack
+
+__all__ = [
+    "Capabilities", "CredentialCheck", "CredentialsModule", "Errors", "Lowering",
+    "Outputs", "OwnOffers", "Power", "SshProxy", "Target",
+]
 
 CLUSTER_LABEL = "skyc-cluster"
 # The label of the managed-jobs controller's cluster (skyc.jobs.controller_cluster).
 ROLE_LABEL = "skyc-role"
 CONTROLLER_ROLE = "jobs-controller"
-
-
-class Capabilities(NamedTuple):
-    """What a target can do. The compiler and failover read this, never a cloud name.
-    A record declared in code, so a named tuple: an unknown field is a TypeError and
-    mypy checks the types (a pydantic model's validator would be built on every plan)."""
-
-    cloud: str
-    spot: bool = False
-    multi_node: bool = True
-    placement_groups: bool = False
-    open_ports: bool = False
-    stop_start: bool = False
-    disk_gb_month: float = 0.0         # USD per GB-month a stopped node's disk still costs
-    custom_images: bool = False
-    creates_resources: bool = True     # False: the nodes exist already (ssh pools)
-    needs_providers: bool = False      # the stack needs provider plugins (terraform init)
-    # The most nodes one cluster may have on this target. Checked before anything
-    # runs, so a typo such as ``num_nodes: 100000`` never reaches the engine.
-    max_nodes: int = 1
-    # How the nodes of a managed-jobs controller cluster on this target get credentials
-    # to provision this target's clusters: "instance-role" (a role attached to the
-    # nodes, scoped to what skyc's stacks need). None: skyc gives them none yet.
-    controller_credentials: str | None = None
 
 
 class BuildRequest(BaseModel):
@@ -104,15 +91,6 @@ class BuildRequest(BaseModel):
         return self.candidate.labels.get(ROLE_LABEL) == CONTROLLER_ROLE
 
 
-class Target(NamedTuple):
-    """A target's record: its name, what it can do, and the engines that can apply its
-    stacks, the preferred first."""
-
-    name: str
-    capabilities: Capabilities
-    engines: tuple[str, ...]
-
-
 class Credentials(NamedTuple):
     """Whether a target's credentials were found (``reason`` says which, or why not;
     ``hint`` what to set). Never holds a secret."""
@@ -120,53 +98,6 @@ class Credentials(NamedTuple):
     ok: bool
     reason: str
     hint: str | None = None
-
-
-class CredentialCheck(Protocol):
-    @property
-    def ok(self) -> bool: ...
-
-    @property
-    def reason(self) -> str: ...
-
-    @property
-    def hint(self) -> str | None: ...
-
-
-class Lowering(Protocol):
-    def build(self, request: BuildRequest) -> Stack: ...
-
-    def workspace_values(self, stack: Stack, workspace: Path) -> dict[str, Any]: ...
-
-
-class Outputs(Protocol):
-    def nodes(
-        self, cluster: str, outputs: dict[str, Any], *, config: SkycConfig, workspace: Path,
-    ) -> list[Node]: ...
-
-
-class Errors(Protocol):
-    def classify(
-        self, diagnostics: Sequence[Diagnostic], placement: Placement | None
-    ) -> ProvisionError | None: ...
-
-
-class OwnOffers(Protocol):
-    """The ``offers`` module of a target whose offers come from somewhere other than
-    a price catalog. ``EMPTY_HINT`` says how to get some when there are none."""
-
-    EMPTY_HINT: str
-
-    def offers_for(self, config: SkycConfig) -> list[Offer]: ...
-
-    def describe(self, config: SkycConfig, env: Mapping[str, str], home: Path
-                 ) -> list[str]: ...
-
-
-class CredentialsModule(Protocol):
-    def credentials(
-        self, env: Mapping[str, str], home: Path, config: SkycConfig | None = None
-    ) -> CredentialCheck: ...
 
 
 def check_supported(caps: Capabilities, placement: Placement, candidate: ResourceCandidate) -> None:

@@ -241,9 +241,9 @@ class RemoteController:
 def _credentials_hint(cloud: str, controller_cloud: str) -> str:
     """What to do about a job's cloud the controller has no credentials for, from what
     each target gives a controller cluster's nodes (its ``controller_credentials``)."""
-    from skyc.compiler import TARGETS, capabilities
+    from skyc.compiler import capabilities, target_names
 
-    given = {t: str(c).replace("-", " ") for t in TARGETS
+    given = {t: str(c).replace("-", " ") for t in target_names()
              if (c := capabilities(t).controller_credentials)}
     other = ("place the job on infra the controller can reach (resources.infra), or "
              "remove jobs.controller from the config to run the controller here")

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
 def clouds() -> tuple[str, ...]:
     """The registry's clouds, in the order `skyc check` lists them."""
-    from skyc.compiler import CLOUD_TARGETS
+    from skyc.compiler import cloud_names
 
-    return CLOUD_TARGETS
+    return cloud_names()
 
 
 class InfraStatus(NamedTuple):
@@ -49,9 +49,9 @@ def normalize(name: str) -> str:
 def _credentials(
     cloud: str, env: Mapping[str, str], home: Path, config: SkycConfig | None = None
 ) -> str | None:
-    from skyc.compiler import TARGETS, credentials
+    from skyc.compiler import credentials, is_target
 
-    if cloud in TARGETS:
+    if is_target(cloud):
         check = credentials(cloud, env, home, config)
         return check.reason if check.ok else None
     return None
@@ -62,9 +62,9 @@ def _not_found(
 ) -> tuple[str, ...]:
     """For a registered target without usable credentials: what its check found, and
     what to set to apply there."""
-    from skyc.compiler import TARGETS, credentials
+    from skyc.compiler import credentials, is_target
 
-    if cloud not in TARGETS:
+    if not is_target(cloud):
         return ()
     check = credentials(cloud, env, home, config)
     if check.ok:
@@ -183,12 +183,12 @@ def _priced(catalog_dir: Path | None) -> list[str]:
 def plan_scope(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | None = None,
                catalog_dir: Path | None = None, fall_back: bool = False) -> PlanScope:
     """The infra a plan covers. Priced clouds that skyc cannot provision (not in
-    ``compiler.TARGETS``, read now: targets register over time) are skipped, and
+    ``compiler.target_names()``, read now: targets register over time) are skipped, and
     naming one explicitly is refused. With ``fall_back`` (``skyc plan``), when no
     priced cloud is enabled and neither the config's ``infra:``, the task nor
     ``--infra`` restricts the choice, every provisionable priced cloud is planned
     over, marked plan-only."""
-    from skyc.compiler import TARGETS, target
+    from skyc.compiler import is_target, target
 
     tasks = list(tasks)
     explicit = explicit_infra(tasks, infra)
@@ -196,15 +196,15 @@ def plan_scope(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | No
     priced = _priced(catalog_dir)
     for item in explicit:
         head = normalize(item)
-        if head in priced and head not in TARGETS:
+        if head in priced and not is_target(head):
             target(head)  # raises: skyc cannot provision there yet
-    skipped = sorted(c for c in priced if c not in TARGETS and (c in names or fall_back))
+    skipped = sorted(c for c in priced if not is_target(c) and (c in names or fall_back))
     names -= set(skipped)
     wanted = normalize(infra) if infra and infra.strip() not in ("", "*") else None
     if wanted is not None and wanted != "*":
         # --infra names one cloud: no other cloud's catalog is read.
         names = {n for n in names if normalize(n) == wanted}
-    usable = [c for c in priced if c in TARGETS]
+    usable = [c for c in priced if is_target(c)]
     chosen = [c for c in usable if c in names]
     restricted = bool(explicit) or config.infra is not None
     plan_only: list[str] = []
@@ -244,9 +244,9 @@ def catalog_for(config: SkycConfig, tasks: Iterable[Any] = (), *, infra: str | N
 
 
 def _own_offers(name: str) -> OwnOffers | None:
-    from skyc.compiler import TARGETS, own_offers
+    from skyc.compiler import is_target, own_offers
 
-    return own_offers(name) if name in TARGETS else None
+    return own_offers(name) if is_target(name) else None
 
 
 
@@ -258,9 +258,9 @@ def missing_credentials(cloud: str, env: Mapping[str, str] | None = None,
     Planning never needs credentials; provisioning does, and checking first keeps
     an engine from probing the network for credentials it will not find.
     """
-    from skyc.compiler import TARGETS, credentials
+    from skyc.compiler import credentials
 
-    if cloud not in clouds() or cloud not in TARGETS:
+    if cloud not in clouds():
         return None
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home

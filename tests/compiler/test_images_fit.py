@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from skyc.catalog import OfferQuery, load_catalog
-from skyc.compiler import TARGETS, build_stack, drivers
+from skyc.compiler import build_stack, drivers, target_names
 from skyc.compiler.aws import images as aws_images
 from skyc.compiler.azure import images as azure_images
 from skyc.compiler.gcp import images as gcp_images
@@ -256,7 +256,7 @@ def test_tpu_nodes_are_refused_on_every_target(value: object) -> None:
                           instance_type="TPU-VM", accelerators={"tpu-v3-8": 1},
                           hourly_cost=8.0)
     candidate = ResourceCandidate(index=0, accelerator_args={"tpu_vm": value})
-    for name in TARGETS:
+    for name in target_names():
         moved = placement.model_copy(update={"cloud": name})
         with pytest.raises(UnsupportedFeature) as info:
             build_stack("c", moved, candidate, config=SkycConfig(), workspace=WS)

@@ -93,9 +93,9 @@ def test_plan_infeasible_is_a_clean_error(tmp_path: Path, home: Path) -> None:
 
 def _untargeted() -> list[str]:
     from skyc.catalog import load_catalog
-    from skyc.compiler import TARGETS
+    from skyc.compiler import target_names
 
-    return [c for c in load_catalog(SMALL_CATALOG).priced_clouds if c not in TARGETS]
+    return [c for c in load_catalog(SMALL_CATALOG).priced_clouds if c not in target_names()]
 
 
 def test_plan_without_credentials_uses_local_for_cpus(tmp_path: Path, home: Path) -> None:
@@ -107,7 +107,7 @@ def test_plan_without_credentials_uses_local_for_cpus(tmp_path: Path, home: Path
 
 
 def test_plan_without_credentials_plans_over_every_target(tmp_path: Path, home: Path) -> None:
-    from skyc.compiler import TARGETS
+    from skyc.compiler import target_names
 
     t = task(tmp_path, "resources:\n  accelerators: A100:8\nrun: echo\n")
     r = skyc(home, "plan", t, "--catalog", str(SMALL_CATALOG))
@@ -118,8 +118,8 @@ def test_plan_without_credentials_plans_over_every_target(tmp_path: Path, home: 
     doc = json.loads(r.stdout)
     tp = doc["tasks"][0]
     # never a placement on a target skyc cannot provision
-    assert {p["cloud"] for p in [tp["placement"], *tp["alternatives"]]} <= set(TARGETS)
-    assert doc["notes"]["plan_only"] and set(doc["notes"]["plan_only"]) <= set(TARGETS)
+    assert {p["cloud"] for p in [tp["placement"], *tp["alternatives"]]} <= set(target_names())
+    assert doc["notes"]["plan_only"] and set(doc["notes"]["plan_only"]) <= set(target_names())
     assert doc["notes"].get("skipped", []) == _untargeted()
     if _untargeted():
         assert f"skipped {', '.join(_untargeted())}: skyc cannot provision there" in r.stderr

@@ -70,3 +70,20 @@ def nodes(
              host=external or internal, port=22, user=user, identity_file=key)
         for rank, (internal, external) in enumerate(addresses(cluster, outputs))
     ]
+
+
+# A VM's status as GCP reports it (``currentStatus``; the desired one where the
+# engine read no current one): these are stopped nodes, whose disks are kept.
+_INSTANCE_TYPES = ("gcp:compute/instance:Instance", "google_compute_instance")
+_STOPPED = frozenset({"STOPPING", "TERMINATED", "SUSPENDING", "SUSPENDED"})
+
+
+def stopped(resource_type: str, values: dict[str, Any]) -> bool | None:
+    """Whether a resource read back by the engine is a VM that is stopped (True), a VM
+    that runs (False), or not a VM at all (None: TPU VMs are created and deleted only,
+    and are not stopped)."""
+    if resource_type not in _INSTANCE_TYPES:
+        return None
+    state = (values.get("currentStatus") or values.get("current_status")
+             or values.get("desiredStatus") or values.get("desired_status") or "")
+    return str(state).upper() in _STOPPED
