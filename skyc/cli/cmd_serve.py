@@ -16,8 +16,10 @@ from skyc.cli.options import INFRA_HELP, env_file_option, env_values, one_infra
 
 serve_app = typer.Typer(
     help="Services: a task with a service: section, its replicas behind one endpoint that "
-    "balances, retries and streams requests, with readiness probes and autoscaling. "
-    "Replicas run on local in this version; a local replica listens on $SKYC_SERVE_PORT.",
+    "balances, retries and streams requests (HTTPS with service.tls), with readiness probes "
+    "and autoscaling; `serve update` moves the replicas to a new version of the task "
+    "without downtime. Replicas run on local in this version; a local replica listens on "
+    "$SKYC_SERVE_PORT.",
     no_args_is_help=True, add_completion=False, rich_markup_mode=None,
 )
 
@@ -53,12 +55,50 @@ def up_cmd(
         print_warning(warning)
     _confirm(yes, f"Start service {prepared.summary()}?")
     service = up(prepared)
-    from skyc.serve.names import endpoint
+    from skyc.serve.service import endpoint_of_service
 
     _say(f"service {service.name}: controller started; replicas are launching. Watch them "
          f"with `skyc serve status {service.name}`; take it down with "
          f"`skyc serve down {service.name}`")
-    print_line(f"{service.name} {endpoint(service.port)}")
+    print_line(f"{service.name} {endpoint_of_service(service)}")
+
+
+@serve_app.command("update")
+def update_cmd(
+    name: str = typer.Argument(..., metavar="NAME", help="The service."),
+    task: Path = typer.Argument(..., metavar="TASK",
+                                help="Task YAML with a service: section: the new version."),
+    mode: str = typer.Option("rolling", "--mode", metavar="rolling|blue_green",
+                             help="rolling (default): new replicas are launched one at a "
+                             "time, each ready one replacing an old one, never fewer ready "
+                             "than wanted; blue_green: the new replicas are launched "
+                             "together and take all traffic once enough are ready, then "
+                             "the old ones go."),
+    yes: bool = typer.Option(False, "-y", "--yes", help="Update without asking."),
+    infra: list[str] = typer.Option([], "--infra", metavar="INFRA", help=INFRA_HELP),
+    env: list[str] = typer.Option([], "--env", metavar="KEY[=VAL]",
+                                  help="KEY=VAL (or KEY, from this environment)."),
+    env_file: Path | None = env_file_option(),
+) -> None:
+    """Move a service to a new version of its task (its run, setup, resources or
+    service section): the endpoint stays, and keeps answering throughout."""
+    from skyc.cli.output import print_line, print_warning
+    from skyc.errors import ConfigError
+    from skyc.serve import prepare
+    from skyc.serve.rollout import MODES
+    from skyc.serve.service import down_targets, update
+
+    if mode not in MODES:
+        raise ConfigError(f"--mode {mode}: expected one of {', '.join(MODES)}")
+    down_targets([name], False)   # the service exists (else: the services there are)
+    prepared = prepare(task, name, env_values(env_file, env), one_infra(infra))
+    for warning in prepared.warnings:
+        print_warning(warning)
+    _confirm(yes, f"Update service {prepared.summary()} ({mode})?")
+    version = update(name, prepared, mode)
+    _say(f"service {name}: version {version} recorded; its replicas move to it ({mode}). "
+         f"Watch them with `skyc serve status {name}`")
+    print_line(f"{name} version {version}")
 
 
 def _confirm(yes: bool, question: str) -> None:
@@ -122,6 +162,14 @@ def _ago(ts: float | None, now: float) -> str:
     return str(datetime.timedelta(seconds=int(now - ts)))
 
 
+def _versions(service: dict[str, Any]) -> str:
+    """SkyPilot's VERSION column: the live replicas' versions ("1,2" during an update),
+    or the latest when none is live; the update's mode while it goes on."""
+    shown = ",".join(str(v) for v in service["active_versions"]) or str(service["version"])
+    mode = service["update_mode"]
+    return f"{shown} ({mode} to {service['version']})" if mode else shown
+
+
 def _print_status(services: list[dict[str, Any]]) -> None:
     from skyc.cli.output import fitted_table, print_line, print_table
 
@@ -129,18 +177,20 @@ def _print_status(services: list[dict[str, Any]]) -> None:
         print_line("No services.")
         return
     now = time.time()
-    print_table(fitted_table("Services", ("NAME", "UPTIME", "STATUS", "REPLICAS", "ENDPOINT",
-                                          "POLICY"),
-                             [(s["name"], _ago(s["created_at"], now), s["status"],
-                               f"{s['ready_replicas']}/{s['target_replicas']}", s["endpoint"],
-                               s["replica_policy"]) for s in services], drop=("POLICY",)))
-    rows = [(s["name"], str(r["id"]), r["cluster"], r["endpoint"],
+    print_table(fitted_table("Services", ("NAME", "VERSION", "UPTIME", "STATUS", "REPLICAS",
+                                          "ENDPOINT", "POLICY"),
+                             [(s["name"], _versions(s), _ago(s["created_at"], now),
+                               s["status"], f"{s['ready_replicas']}/{s['target_replicas']}",
+                               s["endpoint"], s["replica_policy"]) for s in services],
+                             drop=("POLICY",)))
+    rows = [(s["name"], str(r["id"]), str(r["version"]), r["cluster"], r["endpoint"],
              _ago(r["launched_at"], now) + " ago", r["status"], r["why"] or "-")
             for s in services for r in s["replicas"]]
     if rows:
-        print_table(fitted_table("Service Replicas", ("SERVICE", "ID", "CLUSTER", "ENDPOINT",
-                                                      "LAUNCHED", "STATUS", "WHY"),
-                                 rows, right=("ID",), drop=("WHY", "CLUSTER", "LAUNCHED")))
+        print_table(fitted_table("Service Replicas", ("SERVICE", "ID", "VERSION", "CLUSTER",
+                                                      "ENDPOINT", "LAUNCHED", "STATUS", "WHY"),
+                                 rows, right=("ID", "VERSION"),
+                                 drop=("WHY", "CLUSTER", "LAUNCHED")))
     for s in services:
         if s["failure"]:
             print_line(f"{s['name']}: {s['failure']}")

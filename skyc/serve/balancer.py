@@ -9,14 +9,17 @@ which takes it out of rotation. The answer is relayed chunk by chunk as it arriv
 events and chunked answers of LLM servers pass through token by token); one that
 breaks off midway is broken off to the client too, never completed.
 
-Every request's arrival is counted for the autoscaler (:meth:`Balancer.qps`).
-aiohttp is imported with this module, which only the controller process loads.
+With the service's ``tls:`` the endpoint is HTTPS (the replicas are still reached
+over HTTP on loopback, as in SkyPilot). Every request's arrival is counted for the
+autoscaler (:meth:`Balancer.qps`). aiohttp is imported with this module, which only
+the controller process loads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import ssl
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,7 +78,10 @@ class Balancer:
             self.arrivals.popleft()
         return len(self.arrivals) / window_s
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int,
+                    tls: ssl.SSLContext | None = None) -> None:
+        """Listen on ``host:port``: HTTPS with a ``tls`` context (the service's
+        ``tls:`` key and certificate), else HTTP."""
         self.session = aiohttp.ClientSession(
             auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
             skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept", "Content-Type"),
@@ -85,7 +91,8 @@ class Balancer:
         app.router.add_route("*", "/{tail:.*}", self.handle)
         self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self.runner.setup()
-        await web.TCPSite(self.runner, host, port, reuse_address=True).start()
+        await web.TCPSite(self.runner, host, port, reuse_address=True,
+                          ssl_context=tls).start()
 
     async def stop(self) -> None:
         if self.runner is not None:

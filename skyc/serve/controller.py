@@ -23,30 +23,37 @@ Once a launch has failed, no more launches are in flight than may still fail.
 Scaling down takes the replicas out of rotation, lets their requests finish, then
 tears them down.
 
+``skyc serve update`` records a new version of the service in the store; the next
+round takes it up (its task, its config) and moves the replicas to it, rolling or
+blue-green (:mod:`skyc.serve.rollout`): every replica launched from then on is of the
+new version, and the old ones are retired as the new ones become ready.
+
 Everything is written through to the store, so a controller started again (after a
 crash, or a reboot of this machine's processes) adopts the replicas as they are:
-ready ones serve again at once, none is launched again.
+ready ones serve again at once, none is launched again, and an update under way
+goes on where it was.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 from typing import TextIO
 
 import aiohttp
 
 from skyc.errors import SkycError
-from skyc.serve import knobs, replicas
+from skyc.serve import knobs, replicas, rollout
 from skyc.serve.autoscaler import Autoscaler
 from skyc.serve.balancer import Balancer, Upstream
-from skyc.serve.names import HOST, REPLICA_PORTS, free_port, replica_cluster
+from skyc.serve.names import HOST, REPLICA_PORTS, endpoint, free_port, replica_cluster
 from skyc.serve.policies import policy
 from skyc.serve.readiness import ProbeResult, probe
 from skyc.serve.records import Replica, Service
-from skyc.serve.spec import ServiceConfig
+from skyc.serve.spec import Readiness, ServiceConfig, tls_context
 from skyc.serve.store import ServeStore
 
 PROBED = ("STARTING", "READY", "NOT_READY")
@@ -74,6 +81,9 @@ class Controller:
         self.to_tear: dict[int, tuple[bool, float]] = {}
         self.launch_failures = 0
         self.stopping = False
+        self.version = service.version
+        self.tls: ssl.SSLContext | None = None
+        self.old_readiness: dict[int, Readiness] = {}   # older versions' probes
 
     def say(self, text: str) -> None:
         self.log.write(f"{time.strftime('%H:%M:%S')} {self.name}: {text}\n")
@@ -83,28 +93,53 @@ class Controller:
 
     async def run(self) -> None:
         self.work = await asyncio.to_thread(replicas.load_replica_task, self.service)
-        await self.balancer.start(HOST, self.service.port)
-        self.say(f"endpoint {HOST}:{self.service.port} ({self.config.policy})")
+        tls = self.config.tls
+        self.tls = None if tls is None else tls_context(tls)
+        await self.balancer.start(HOST, self.service.port, self.tls)
+        self.say(f"endpoint {endpoint(self.service.port, tls is not None)} "
+                 f"({self.config.policy}), version {self.version}")
         self.adopt()
         async with aiohttp.ClientSession() as session:
-            while not self._down_requested():
+            while (current := self.store.service(self.name)) is not None \
+                    and not current.down_requested:
                 try:
-                    await self.round(session)
+                    await self.round(session, current)
                 except Exception as exc:  # one bad round must not end the service
                     self.say(f"round failed: {type(exc).__name__}: {exc}\n"
                              f"{traceback.format_exc()}")
                 await asyncio.sleep(knobs.poll_s())
         await self.shut_down()
 
-    def _down_requested(self) -> bool:
-        current = self.store.service(self.name)
-        return current is None or current.down_requested
-
-    async def round(self, session: aiohttp.ClientSession) -> None:
+    async def round(self, session: aiohttp.ClientSession, current: Service) -> None:
+        if current.version != self.version:
+            await self.take_version(current)
         await self.probe_all(session)
         self.autoscale()
         self.reconcile()
         self.publish()
+
+    async def take_version(self, current: Service) -> None:
+        """``serve update`` recorded a new version: launch its task from now on, with
+        its config; the replicas move to it as its update mode says."""
+        work = await asyncio.to_thread(replicas.load_replica_task, current)
+        config = ServiceConfig.load(current.config)
+        scaling = config.scaling
+        target = min(scaling.max_replicas, max(scaling.min_replicas, self.autoscaler.target))
+        self.work, self.config, self.version = work, config, current.version
+        self.service.config, self.service.task_file = current.config, current.task_file
+        self.service.update_mode = current.update_mode
+        self.autoscaler = Autoscaler(scaling, target, knobs.qps_window_s())
+        self.balancer.policy = policy(config.policy)
+        self.launch_failures = 0
+        self.store.update_service(self.name, target=target)
+        self.say(f"version {self.version}: {current.update_mode or rollout.DEFAULT_MODE} "
+                 f"update to {scaling.describe()}, {config.policy} load balancing")
+        if self.tls is not None and config.tls is not None:
+            try:   # new connections get the version's key and certificate, once they load
+                tls_context(config.tls)
+                tls_context(config.tls, self.tls)
+            except OSError as exc:
+                self.say(f"version {self.version}: kept the endpoint's certificate: {exc}")
 
     def adopt(self) -> None:
         """Take the replicas a controller before this one left, as they are."""
@@ -124,11 +159,22 @@ class Controller:
     async def probe_all(self, session: aiohttp.ClientSession) -> None:
         due = [r for r in self.replicas.values() if r.status in PROBED and r.id not in self.busy]
         results = await asyncio.gather(*(
-            probe(session, f"http://{HOST}:{r.port}", self.config.readiness) for r in due))
+            probe(session, endpoint(r.port), self.readiness(r.version)) for r in due))
         now = time.time()
         for r, result in zip(due, results, strict=True):
             if r.status in PROBED:   # not failed meanwhile by a request's refusal
                 self.judge(r, result, now)
+
+    def readiness(self, version: int) -> Readiness:
+        """How a replica of ``version`` is probed: as its own version says (an update
+        may change the probe, which the old replicas may not pass)."""
+        if version == self.version:
+            return self.config.readiness
+        if version not in self.old_readiness:
+            doc = self.store.version_config(self.name, version)
+            self.old_readiness[version] = (self.config.readiness if doc is None
+                                           else ServiceConfig.load(doc).readiness)
+        return self.old_readiness[version]
 
     def judge(self, r: Replica, result: ProbeResult, now: float) -> None:
         if result.ok:
@@ -139,7 +185,7 @@ class Controller:
                 self.set(r, "READY", None)
             return
         if r.status == "STARTING":
-            delay = self.config.readiness.initial_delay_s
+            delay = self.readiness(r.version).initial_delay_s
             if now - (r.started_at or now) >= delay:
                 self.fail(r, "FAILED_INITIAL_DELAY", f"not ready within initial_delay_seconds "
                           f"({delay:g} s): {result.why}", launch=True)
@@ -233,9 +279,10 @@ class Controller:
         taken = {x.port for x in self.store.all_replicas()}
         taken |= {s.port for s in self.store.services()}
         port = free_port(REPLICA_PORTS, taken)
-        r = Replica(self.name, rid, cluster, port, "PROVISIONING", time.time())
+        r = Replica(self.name, rid, cluster, port, "PROVISIONING", time.time(),
+                    version=self.version)
         self.replicas[rid] = r
-        self.set(r, "PROVISIONING", f"port {port}")
+        self.set(r, "PROVISIONING", f"version {self.version}, port {port}")
         self.spawn(rid, self.launch(r))
 
     async def launch(self, r: Replica) -> None:
@@ -278,6 +325,10 @@ class Controller:
             self.store.add_decision(self.name, decision)
             self.store.update_service(self.name, target=decision.after)
 
+    @property
+    def want(self) -> int:
+        return self.autoscaler.target + self.config.scaling.overprovision
+
     def reconcile(self) -> None:
         now = time.time()
         for rid, (forget, after) in list(self.to_tear.items()):
@@ -285,24 +336,32 @@ class Controller:
                 del self.to_tear[rid]
                 self.spawn(rid, self.tear(self.replicas[rid], forget))
         live = [r for r in self.replicas.values() if r.live]
-        want = self.autoscaler.target + self.config.scaling.overprovision
-        if len(live) < want:
-            missing = want - len(live)
-            if self.launch_failures:   # launches fail: no more in flight than may fail
-                pending = sum(r.status in ("PROVISIONING", "STARTING") for r in live)
-                missing = min(missing, knobs.MAX_LAUNCH_FAILURES - self.launch_failures
-                              - pending)
-            for _ in range(missing):
-                self.new_replica()
-        elif len(live) > want:
-            for r in _victims(live, len(live) - want, self.busy):
-                self.balancer.drop(r.id)
-                self.set(r, "SHUTTING_DOWN", "scaled down")
-                self.to_tear[r.id] = (True, 0.0)
+        moves = rollout.plan(live, self.version, self.want, self.service.update_mode,
+                             self.busy)
+        missing = moves.launch
+        if self.launch_failures:   # launches fail: no more in flight than may fail
+            pending = sum(r.status in rollout.PENDING for r in live)
+            missing = min(missing, knobs.MAX_LAUNCH_FAILURES - self.launch_failures - pending)
+        for _ in range(missing):
+            self.new_replica()
+        for r in moves.surplus:
+            self.retire(r, "scaled down")
+        for r in moves.retire:
+            self.retire(r, f"replaced by version {self.version}")
+        if not moves.updating and self.service.update_mode is not None:
+            self.service.update_mode = None
+            if self.store.finish_update(self.name, self.version):
+                self.say(f"version {self.version}: update done")
+
+    def retire(self, r: Replica, why: str) -> None:
+        self.balancer.drop(r.id)
+        self.set(r, "SHUTTING_DOWN", why)
+        self.to_tear[r.id] = (True, 0.0)
 
     def publish(self) -> None:
         ready = [r for r in self.replicas.values() if r.status == "READY"]
-        self.balancer.set_upstreams([Upstream(r.id, f"http://{HOST}:{r.port}") for r in ready])
+        serving = rollout.serving(ready, self.version, self.want, self.service.update_mode)
+        self.balancer.set_upstreams([Upstream(r.id, endpoint(r.port)) for r in serving])
         status = self.status(len(ready))
         if status != self.service.status:
             self.say(f"service: {status}")
@@ -356,11 +415,3 @@ def _why(exc: Exception) -> str:
         return exc.message + (f" ({exc.hint})" if exc.hint else "")
     return f"{type(exc).__name__}: {exc}"
 
-
-def _victims(live: list[Replica], count: int, busy: Collection[int]) -> list[Replica]:
-    """The replicas to scale down: never one whose launch is in flight; those not
-    ready first, then the newest."""
-    order = {"STARTING": 0, "NOT_READY": 0, "READY": 1}
-    idle = [r for r in live if r.id not in busy and r.status in order]
-    idle.sort(key=lambda r: (order[r.status], -r.id))
-    return idle[:count]

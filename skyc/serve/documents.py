@@ -1,4 +1,11 @@
-"""What ``skyc serve status`` shows of each service (``--format json`` prints it as is)."""
+"""What ``skyc serve status`` shows of each service (``--format json`` prints it as is).
+
+``format_version`` 1.1 added ``version`` (the latest, as ``serve update`` recorded
+it), ``active_versions`` (those of the live replicas, more than one during an
+update), ``update_mode`` (``rolling`` or ``blue_green`` while an update goes on,
+else null) and ``tls`` per service, and ``version`` per replica; an endpoint with TLS
+is ``https://``.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from skyc.serve.records import Replica, Service
 from skyc.serve.spec import ServiceConfig
 from skyc.serve.store import ServeStore
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
 DECISIONS_SHOWN = 20
 
 
@@ -25,7 +32,8 @@ def service_status(service: Service, pid: int | None) -> str:
 def replica_doc(r: Replica) -> dict[str, Any]:
     return {"id": r.id, "cluster": r.cluster, "status": r.status,
             "endpoint": endpoint(r.port), "port": r.port, "launched_at": r.launched_at,
-            "ready_at": r.ready_at, "job_id": r.job_id, "why": r.why, "log_tail": r.log_tail}
+            "ready_at": r.ready_at, "job_id": r.job_id, "why": r.why, "log_tail": r.log_tail,
+            "version": r.version}
 
 
 def service_doc(store: ServeStore, service: Service, now: float | None = None) -> dict[str, Any]:
@@ -36,7 +44,11 @@ def service_doc(store: ServeStore, service: Service, now: float | None = None) -
     return {
         "name": service.name,
         "status": service_status(service, pid),
-        "endpoint": endpoint(service.port),
+        "endpoint": endpoint(service.port, config.tls is not None),
+        "tls": config.tls is not None,
+        "version": service.version,
+        "active_versions": sorted({r.version for r in reps if r.live}),
+        "update_mode": service.update_mode,
         "created_at": service.created_at,
         "uptime_s": round(now - service.created_at, 1),
         "controller_pid": pid,

@@ -59,8 +59,9 @@ def replica_cluster(service: str, replica_id: int) -> str:
     return f"{service}-{replica_id}"
 
 
-def endpoint(port: int) -> str:
-    return f"http://{HOST}:{port}"
+def endpoint(port: int, secure: bool = False) -> str:
+    """A service's endpoint (``https`` with TLS) or a replica's."""
+    return f"{'https' if secure else 'http'}://{HOST}:{port}"
 
 
 def _free(port: int) -> bool:

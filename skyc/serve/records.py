@@ -10,6 +10,11 @@ Replica statuses: PROVISIONING, STARTING (its run started; probed after
 probe: out of rotation), SHUTTING_DOWN, and the ends FAILED (setup failed or its
 processes ended), FAILED_PROVISION, FAILED_INITIAL_DELAY (never ready in time),
 FAILED_PROBING (failing its probe for too long).
+
+Versions: ``serve up`` is version 1 of the service; each ``serve update`` records the
+next, with its task, its config and how the replicas move to it (``update_mode``,
+``rolling`` or ``blue_green``; None once no replica of an older version is live).
+Each replica keeps the version it was launched with.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ class Service:
     down_requested: bool = False
     failure: str | None = None
     next_replica: int = 1
+    version: int = 1
+    update_mode: str | None = None
 
 
 @dataclass
@@ -50,6 +57,7 @@ class Replica:
     job_id: int | None = None
     why: str | None = None
     log_tail: list[str] = field(default_factory=list)
+    version: int = 1
 
     @property
     def live(self) -> bool:

@@ -1,11 +1,14 @@
-"""``skyc serve up`` and ``skyc serve down``: what the commands do, apart from printing.
+"""``skyc serve up``, ``update`` and ``down``: what the commands do, apart from printing.
 
 ``up`` checks the task (its ``service:`` section, ``local`` infra), records the
-service (``CONTROLLER_INIT``) with its endpoint's port, keeps a copy of the task as
-loaded under ``$SKYC_HOME/serve/<name>/task.yaml`` (replicas launched later run the
-task as it was at ``up``), and starts the service's controller, which launches the
-replicas. ``down`` asks the controller to take the service down and waits for it;
-with no controller running it tears the replicas down itself.
+service (``CONTROLLER_INIT``, version 1) with its endpoint's port, keeps a copy of
+the task as loaded under ``$SKYC_HOME/serve/<name>/task.yaml`` (replicas launched
+later run the task as it was at ``up``), and starts the service's controller, which
+launches the replicas. ``update`` checks the new task as ``up`` does, keeps its copy
+as ``task-v<N>.yaml`` and records version N for the controller, which moves the
+replicas to it (:mod:`skyc.serve.rollout`). ``down`` asks the controller to take the
+service down and waits for it; with no controller running it tears the replicas
+down itself.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from skyc.serve.names import (
     service_dir,
 )
 from skyc.serve.records import Replica, Service
+from skyc.serve.rollout import MODES
 from skyc.serve.spec import ServiceConfig, check_local, service_config
 from skyc.serve.store import ServeStore, db_path
 
 TASK_COPY = "task.yaml"
+TASK_VERSION = "task-v{version}.yaml"   # the task of each version after the first
 Progress = Callable[[str], None]
 
 
@@ -52,7 +57,8 @@ class Prepared:
     def summary(self) -> str:
         c = self.config
         return (f"{self.name or 'a new service'}: {c.scaling.describe()} of {self.file} on "
-                f"local, readiness {c.readiness.describe()}, {c.policy} load balancing")
+                f"local, readiness {c.readiness.describe()}, {c.policy} load balancing"
+                + (", HTTPS" if c.tls else ""))
 
 
 def prepare(task_path: Path, name: str | None, envs: Mapping[str, str],
@@ -112,6 +118,45 @@ def up(prepared: Prepared) -> Service:
             down(name, lambda _: None)
         raise
     return service
+
+
+def update(name: str, prepared: Prepared, mode: str) -> int:
+    """Record the service's next version (the task as loaded, its config, ``mode``:
+    how the replicas move to it) for its controller, starting the controller when
+    none runs; the version. Refused, with nothing changed, when the service is being
+    taken down or the update would turn its endpoint's HTTPS on or off."""
+    import yaml
+
+    if mode not in MODES:
+        raise ConfigError(f"--mode {mode}: expected one of {', '.join(MODES)}")
+    with ServeStore() as store:
+        service = require(store, name)
+        if service.down_requested:
+            raise ConfigError(f"service {name} is being taken down",
+                              hint=f"start it again with `skyc serve up -n {name}`")
+        if (ServiceConfig.load(service.config).tls is None) != (prepared.config.tls is None):
+            raise UnsupportedFeature(
+                f"{prepared.file}: service.tls: an update cannot turn HTTPS on or off "
+                f"(the endpoint {endpoint_of_service(service)} keeps its scheme)",
+                hint=f"take the service down and up again (`skyc serve down {name}`)")
+        where = service_dir(name)
+
+        def record(version: int) -> dict[str, Any]:
+            path = where / TASK_VERSION.format(version=version)
+            path.write_text(yaml.safe_dump(prepared.task_doc, sort_keys=True))
+            return {"task_file": str(path), "cwd": os.getcwd(), "envs": prepared.envs,
+                    "config": prepared.config.dump(), "update_mode": mode, "failure": None}
+
+        version = store.new_version(name, record)
+    if controller_pid(name) is None:
+        from skyc.serve.starter import start
+
+        start(name, service.port)
+    return version
+
+
+def endpoint_of_service(service: Service) -> str:
+    return endpoint(service.port, ServiceConfig.load(service.config).tls is not None)
 
 
 def require(store: ServeStore, name: str) -> Service:
@@ -178,4 +223,4 @@ def _tear_here(store: ServeStore, r: Replica, progress: Progress) -> None:
 
 def endpoint_of(name: str) -> str:
     with ServeStore() as store:
-        return endpoint(require(store, name).port)
+        return endpoint_of_service(require(store, name))

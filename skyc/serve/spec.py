@@ -1,16 +1,22 @@
 """A task's ``service:`` section as the controller acts on it, with SkyPilot's defaults.
 
 The section is validated by :mod:`skyc.task.serving` when the task is loaded; what
-this version cannot do yet (TLS, spot fallback, per-accelerator QPS targets, any infra
+this version cannot do yet (spot fallback, per-accelerator QPS targets, any infra
 but ``local``) and what SkyPilot refuses only when a service starts (a readiness path
 without a leading ``/``, a ``post_data`` string that is not JSON, an unknown load
-balancing policy, ``target_qps_per_replica`` without ``max_replicas``) is refused
-here, naming the field, before anything is created.
+balancing policy, ``target_qps_per_replica`` without ``max_replicas``, a TLS key or
+certificate that is missing or does not load) is refused here, naming the field,
+before anything is created.
+
+``tls: {keyfile, certfile}`` (PEM files; a relative path is taken from the working
+directory, as a task's ``workdir``) makes the endpoint HTTPS: the controller loads
+them when it starts (:func:`tls_context`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +24,8 @@ from skyc.errors import SpecProblem, TaskSpecError, UnsupportedFeature
 from skyc.serve import knobs
 
 if TYPE_CHECKING:
+    import ssl
+
     from skyc.task import Task
     from skyc.task.serving import ReplicaPolicy, ServiceSpec
 
@@ -59,17 +67,26 @@ class Scaling:
 
 
 @dataclass(frozen=True)
+class Tls:
+    keyfile: str    # absolute paths
+    certfile: str
+
+
+@dataclass(frozen=True)
 class ServiceConfig:
     readiness: Readiness
     scaling: Scaling
     policy: str = DEFAULT_POLICY
+    tls: Tls | None = None
 
     def dump(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def load(cls, doc: dict[str, Any]) -> ServiceConfig:
-        return cls(Readiness(**doc["readiness"]), Scaling(**doc["scaling"]), doc["policy"])
+        tls = doc.get("tls")
+        return cls(Readiness(**doc["readiness"]), Scaling(**doc["scaling"]), doc["policy"],
+                   None if tls is None else Tls(**tls))
 
 
 def service_config(task: Task, file: str) -> ServiceConfig:
@@ -89,9 +106,49 @@ def service_config(task: Task, file: str) -> ServiceConfig:
         problems.append(SpecProblem(
             file=file, path="service.load_balancing_policy",
             message=f"unknown policy {policy!r}; expected one of {', '.join(POLICIES)}"))
+    tls = _tls(spec, file, problems)
     if problems:
         raise TaskSpecError(problems)
-    return ServiceConfig(readiness, scaling, policy)
+    return ServiceConfig(readiness, scaling, policy, tls)
+
+
+def _tls(spec: ServiceSpec, file: str, problems: list[SpecProblem]) -> Tls | None:
+    """The TLS files as absolute paths, each there and loading as a key and its
+    certificate."""
+    if spec.tls is None:
+        return None
+    paths = {}
+    for name in ("keyfile", "certfile"):
+        path = os.path.abspath(os.path.expanduser(getattr(spec.tls, name)))
+        if not os.path.isfile(path):
+            problems.append(SpecProblem(file=file, path=f"service.tls.{name}",
+                                        message=f"no such file: {path}"))
+        paths[name] = path
+    tls = Tls(**paths)
+    if not any(p.path.startswith("service.tls") for p in problems):
+        try:
+            tls_context(tls)
+        except OSError as exc:  # ssl.SSLError is one
+            problems.append(SpecProblem(
+                file=file, path="service.tls",
+                message=f"{tls.certfile} and {tls.keyfile} do not load as a PEM "
+                f"certificate and its unencrypted private key: {exc}"))
+    return tls
+
+
+def tls_context(tls: Tls, context: ssl.SSLContext | None = None) -> ssl.SSLContext:
+    """The endpoint's server-side TLS context, or ``context`` with the key and
+    certificate loaded into it (ssl.SSLError or OSError when the files do not load;
+    an encrypted key is refused, never prompted for)."""
+    import ssl
+
+    context = context or ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tls.certfile, tls.keyfile, password=_no_password)
+    return context
+
+
+def _no_password() -> bytes:
+    return b""
 
 
 def _readiness(spec: ServiceSpec, file: str, problems: list[SpecProblem]) -> Readiness:
@@ -149,8 +206,6 @@ def _or(value: float | None, default: float) -> float:
 
 def _refuse_unsupported(spec: ServiceSpec, file: str) -> None:
     found = []
-    if spec.tls is not None:
-        found.append("service.tls (HTTPS endpoints)")
     policy: ReplicaPolicy | None = spec.replica_policy
     if policy is not None:
         if isinstance(policy.target_qps_per_replica, dict):

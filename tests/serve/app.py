@@ -1,6 +1,8 @@
 """A replica's program in the serve tests: a stdlib HTTP server on $SKYC_SERVE_PORT.
 
-GET /health answers 200 (the readiness path); GET / names the replica; GET
+GET /health answers 200 (the readiness path); GET / names the replica; GET /version
+answers ``$APP_VERSION`` and the replica's id (what ``serve update`` changes), GET
+/ready/$APP_VERSION 200 (a readiness path of that version only); GET
 /stream?n=N&gap=S sends N server-sent events S seconds apart, chunk by chunk; POST
 /echo answers the request's body; GET /sleep?s=S answers after S seconds.
 """
@@ -14,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 REPLICA = os.environ.get("SKYPILOT_SERVE_REPLICA_ID", "?")
+VERSION = os.environ.get("APP_VERSION", "-")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -33,10 +36,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urlparse(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
-        if url.path == "/health":
+        if url.path in ("/health", f"/ready/{VERSION}"):
             self._send(200, b"ok\n")
         elif url.path == "/":
             self._send(200, f"replica {REPLICA}\n".encode())
+        elif url.path == "/version":
+            self._send(200, f"{VERSION} {REPLICA}\n".encode())
         elif url.path == "/sleep":
             time.sleep(float(query.get("s", "0.1")))
             self._send(200, f"replica {REPLICA} slept\n".encode())

@@ -9,16 +9,20 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import REPO, Skyc
+from tests.serve.app import Handler
 
 APP = Path(__file__).with_name("app.py")
 
@@ -119,3 +123,24 @@ def get(url: str, timeout: float = 10.0) -> str:
 
 def ready(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [r for r in doc["replicas"] if r["status"] == "READY"]
+
+
+@pytest.fixture
+def servers() -> Iterator[list[str]]:
+    """Two replicas' servers (:mod:`tests.serve.app` in threads of this process); their
+    URLs."""
+    started = [ThreadingHTTPServer(("127.0.0.1", 0), Handler) for _ in range(2)]
+    for server in started:
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    yield [f"http://127.0.0.1:{s.server_address[1]}" for s in started]
+    for server in started:
+        server.shutdown()
+        server.server_close()
+
+
+def closed_port() -> int:
+    """A port of 127.0.0.1 nothing listens on (as far as anyone can tell)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -47,9 +47,10 @@ def test_the_section_validator_still_refuses_min_above_max(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("service", "words"), [
-    ("  tls:\n    keyfile: k.pem\n    certfile: c.pem\n", "service.tls"),
     ("  replica_policy:\n    min_replicas: 1\n    base_ondemand_fallback_replicas: 1\n",
      "base_ondemand_fallback_replicas"),
+    ("  replica_policy:\n    min_replicas: 1\n    max_replicas: 2\n"
+     "    target_qps_per_replica:\n      A100: 2\n", "by accelerator"),
 ])
 def test_what_this_version_cannot_do_is_refused(tmp_path: Path, service: str,
                                                 words: str) -> None:

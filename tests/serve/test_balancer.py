@@ -8,34 +8,14 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from http.server import ThreadingHTTPServer
+from collections.abc import Mapping, Sequence
 
 import aiohttp
 import pytest
 
 from skyc.serve.balancer import Balancer, Upstream
 from skyc.serve.policies import LeastLoad, RoundRobin
-from tests.serve.app import Handler
-
-
-@pytest.fixture
-def servers() -> Iterator[list[str]]:
-    """Two replicas' servers; their URLs."""
-    started = [ThreadingHTTPServer(("127.0.0.1", 0), Handler) for _ in range(2)]
-    for server in started:
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    yield [f"http://127.0.0.1:{s.server_address[1]}" for s in started]
-    for server in started:
-        server.shutdown()
-        server.server_close()
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.serve.conftest import closed_port
 
 
 def _hanging_up() -> tuple[str, threading.Event]:
@@ -65,7 +45,7 @@ async def _with_balancer(upstreams: list[Upstream], policy: RoundRobin,
                          failures: list[tuple[int, str]], body: object) -> object:
     balancer = Balancer(policy, lambda r, why: failures.append((r, why)), "test")
     balancer.set_upstreams(upstreams)
-    port = _closed_port()
+    port = closed_port()
     await balancer.start("127.0.0.1", port)
     try:
         async with aiohttp.ClientSession() as client:
@@ -136,7 +116,7 @@ class Recording(LeastLoad):
 
 def test_a_refused_or_hung_up_request_is_sent_to_another_replica(servers: list[str]) -> None:
     hung_url, stop = _hanging_up()
-    dead, hung = _closed_port(), 3
+    dead, hung = closed_port(), 3
     ups = [Upstream(1, f"http://127.0.0.1:{dead}"), Upstream(hung, hung_url),
            Upstream(2, servers[1])]
     failures: list[tuple[int, str]] = []
