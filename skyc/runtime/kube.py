@@ -20,6 +20,10 @@ Each command runs in a thread of its own that pumps the socket (the client is
 synchronous); output is handed to the event loop as it arrives. A timeout or a
 cancellation closes the stream; the agent's own job control ends job processes
 (closing an exec stream does not kill what it started on every runtime).
+
+The client is called only inside the transport's error boundary, :data:`KUBE`: its
+table maps the client's API errors, the HTTP and websocket libraries' errors, a bad
+kubeconfig and the OS's socket errors to a TransportError naming the node.
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ import shlex
 import struct
 import threading
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from skyc.errors import TransportError
 from skyc.model.nodes import Node
 from skyc.runtime.transport import CommandResult, OutputSink, StdinSource
+from skyc.runtime.transport_errors import ErrorTable, Rule
 
 CONTAINER = "node"
 FRAME = 1 << 20
@@ -94,6 +100,27 @@ def exit_code(status_text: str, node: str) -> int:
     raise TransportError(f"node {node}: exec failed: {status.get('message') or status_text}")
 
 
+def _reason(exc: BaseException) -> str:
+    """The API's reason (``Not Found``) where it gives one, else the exception's text."""
+    return str(getattr(exc, "reason", None) or exc)
+
+
+_FAILED = "node {node}: {doing}: {reason}"
+_KUBECONFIG_HINT = "check KUBECONFIG / ~/.kube/config"
+KUBE = ErrorTable("kube", {
+    "kubernetes.client.exceptions.ApiException": Rule(TransportError, _FAILED),
+    "urllib3.exceptions.HTTPError": Rule(TransportError, _FAILED),   # the API's HTTP
+    "websocket.WebSocketException": Rule(TransportError, _FAILED),   # the exec stream
+    "kubernetes.config.ConfigException": Rule(TransportError, _FAILED, hint=_KUBECONFIG_HINT),
+    # a kubeconfig that is not YAML, or whose certificate data is not base64
+    "yaml.YAMLError": Rule(TransportError, _FAILED, hint=_KUBECONFIG_HINT),
+    "binascii.Error": Rule(TransportError, _FAILED, hint=_KUBECONFIG_HINT),
+    "builtins.OSError": Rule(TransportError, _FAILED),
+}, reason=_reason)
+# What reading a pod answers that waiting does not change: unauthorised, forbidden, gone.
+_FINAL_STATUS = (401, 403, 404)
+
+
 class KubeTransport:
     """Commands in one pod (``node.pod`` in ``node.namespace`` of ``node.context``)."""
 
@@ -112,6 +139,9 @@ class KubeTransport:
         n = self.node
         return f"pod {n.namespace or 'default'}/{n.pod} (context {n.context or 'current'})"
 
+    def _errors(self, doing: str, hint: str | None = None) -> AbstractContextManager[None]:
+        return KUBE.boundary(node=self.node.name, doing=doing, hint=hint)
+
     def _client(self) -> Any:
         try:
             config: Any = importlib.import_module("kubernetes.config")
@@ -121,12 +151,9 @@ class KubeTransport:
                                  hint="pip install 'skyc[kubernetes]'") from None
         # KUBECONFIG as it is now (the client reads it once, when first imported).
         config_file = self.kubeconfig or os.environ.get("KUBECONFIG") or None
-        try:
+        with self._errors("kubeconfig", hint=_KUBECONFIG_HINT):
             api_client = config.new_client_from_config(config_file=config_file,
                                                        context=self.node.context)
-        except (config.ConfigException, OSError, ValueError) as exc:
-            raise TransportError(f"node {self.node.name}: kubeconfig: {exc}",
-                                 hint="check KUBECONFIG / ~/.kube/config") from None
         return client.CoreV1Api(api_client)
 
     def _phase(self) -> str:
@@ -141,12 +168,12 @@ class KubeTransport:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                phase = await asyncio.to_thread(self._phase)
-            except Exception as exc:  # the client's ApiException, urllib3 errors
-                status = getattr(exc, "status", None)
-                if status in (401, 403, 404) or time.monotonic() > deadline:
-                    raise TransportError(f"node {self.node.name}: cannot read {self._where}: "
-                                         f"{getattr(exc, 'reason', None) or exc}") from None
+                with self._errors(f"cannot read {self._where}"):
+                    phase = await asyncio.to_thread(self._phase)
+            except TransportError as exc:
+                status = getattr(exc.__cause__, "status", None)
+                if status in _FINAL_STATUS or time.monotonic() > deadline:
+                    raise
                 phase = "Unreachable"
             if phase == "Running":
                 return
@@ -207,11 +234,12 @@ class KubeTransport:
         def pump() -> None:
             err: list[bytes] = []
             try:
-                ws = self._open(argv, with_stdin)
-                try:
-                    status = _pump(ws, inbox, stop, err, lambda d: post(emit, d))
-                finally:
-                    ws.close()
+                with self._errors("exec stream failed"):
+                    ws = self._open(argv, with_stdin)
+                    try:
+                        status = _pump(ws, inbox, stop, err, lambda d: post(emit, d))
+                    finally:
+                        ws.close()
             except BaseException as exc:  # handed to the loop, raised there
                 post(_fail, done, exc)
                 return
@@ -249,13 +277,8 @@ def _abandon(done: asyncio.Future[Any], stop: threading.Event) -> None:
 
 
 def _fail(done: asyncio.Future[Any], exc: BaseException) -> None:
-    if done.done():
-        return
-    if isinstance(exc, TransportError):
+    if not done.done():
         done.set_exception(exc)
-    else:
-        reason = getattr(exc, "reason", None) or exc
-        done.set_exception(TransportError(f"exec stream failed: {reason}"))
 
 
 def _finish(done: asyncio.Future[Any], value: Any) -> None:

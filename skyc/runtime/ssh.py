@@ -4,6 +4,10 @@ The first connection to a node records its host key in ``<workspace>/known_hosts
 later connections accept only that key. A changed key is refused. A node with a
 ``proxy_command`` (a bastion or jump host) is reached through that command's stdin and
 stdout instead of a TCP connection of skyc's own, as OpenSSH's ``ProxyCommand``.
+
+asyncssh is called only inside the transport's error boundary, :data:`SSH`: its table
+maps every exception asyncssh defines, and the OS's socket errors, to a TransportError,
+and says which of them a node that is not up yet raises (connecting again may work).
 """
 
 from __future__ import annotations
@@ -13,13 +17,15 @@ import contextlib
 import re
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from skyc.errors import TransportError
 from skyc.model.nodes import Node
 from skyc.runtime.transport import CommandResult, OutputSink, StdinSource, exchange
+from skyc.runtime.transport_errors import ErrorTable, Rule
 
 DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa", "ssh_key")
 PREFERRED_CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com",
@@ -52,6 +58,39 @@ def why_unreachable(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror[:1].lower() + exc.strerror[1:]
     return str(exc) or type(exc).__name__
+
+
+_CHANGED_KEY_HINT = ("if the node was re-created on purpose, remove its line from that file "
+                     "and retry; otherwise someone may be intercepting the connection")
+_REFUSED_KEY_HINT = ("check that the node's identity_file is the key whose public half is in "
+                     "the user's ~/.ssh/authorized_keys on the node (and the user name is right)")
+_FAILED = "node {node}: {doing}: {reason}"
+
+# Every exception class asyncssh defines is a row or a subclass of one (a test checks).
+SSH = ErrorTable("ssh", {
+    "asyncssh.HostKeyNotVerifiable": Rule(
+        TransportError, "node {node}: host key does not match the key pinned in "
+        "{known_hosts}: {exc}", hint=_CHANGED_KEY_HINT),
+    "asyncssh.PermissionDenied": Rule(
+        TransportError, "node {node}: the SSH server refused the key ({keys}): {exc}",
+        hint=_REFUSED_KEY_HINT, retry="grace"),
+    "asyncssh.Error": Rule(TransportError, _FAILED, retry="yes"),
+    "asyncssh.KeyImportError": Rule(TransportError, "node {node}: {doing}: cannot read the "
+                                    "SSH key ({keys}): {exc}"),
+    "asyncssh.KeyEncryptionError": Rule(TransportError, "node {node}: {doing}: cannot decrypt "
+                                        "the SSH key ({keys}): {exc}"),
+    "asyncssh.KeyExportError": Rule(TransportError, _FAILED),
+    "asyncssh.KeyGenerationError": Rule(TransportError, _FAILED),
+    "asyncssh.ConfigParseError": Rule(TransportError, "node {node}: {doing}: SSH config: {exc}"),
+    "asyncssh.PasswordChangeRequired": Rule(TransportError, "node {node}: {doing}: the server "
+                                            "asks for a new password: {exc}"),
+    "asyncssh.ChannelListenError": Rule(TransportError, _FAILED),
+    "asyncssh.BreakReceived": Rule(TransportError, _FAILED),
+    "asyncssh.SignalReceived": Rule(TransportError, _FAILED),
+    "asyncssh.TerminalSizeChanged": Rule(TransportError, _FAILED),
+    # refused, timed out, no route to host, reset: a node that is not up yet
+    "builtins.OSError": Rule(TransportError, _FAILED, retry="yes"),
+}, reason=why_unreachable)
 
 
 def host_pattern(host: str, port: int) -> str:
@@ -90,6 +129,9 @@ def client_keys(node: Node, workspace: Path) -> list[str]:
     return [str(workspace / n) for n in DEFAULT_KEY_NAMES if (workspace / n).exists()]
 
 
+T = TypeVar("T")
+
+
 class SshTransport:
     """One reused SSH connection to a node."""
 
@@ -107,6 +149,21 @@ class SshTransport:
         n = self.node
         via = " via its proxy command" if n.proxy_command else ""
         return f"{n.user + '@' if n.user else ''}{n.host}:{n.port}{via}"
+
+    def _where(self, doing: str) -> dict[str, object]:
+        """The SSH boundary's fields: the node, what failed, the pinned host keys and
+        the client keys (listed only when an error names them)."""
+        return {"node": f"{self.node.name} ({self._target})", "doing": doing,
+                "known_hosts": self.known_hosts, "keys": self._keys}
+
+    def _keys(self) -> str:
+        try:
+            return ", ".join(client_keys(self.node, self.workspace)) or "none"
+        except TransportError:
+            return str(self.node.identity_file)
+
+    def _errors(self, doing: str) -> AbstractContextManager[None]:
+        return SSH.boundary(**self._where(doing))
 
     async def _connect_once(self, timeout: float) -> Any:
         import asyncssh
@@ -152,7 +209,7 @@ class SshTransport:
             await self.reach(time.monotonic() + timeout)
         except Unreachable as exc:
             raise TransportError(f"node {self.node.name} ({self._target}): cannot connect "
-                                 f"over SSH: {exc.reason}") from None
+                                 f"over SSH: {exc.reason}") from exc.__cause__
 
     async def reach(self, deadline: float, *, auth_grace: float = 0.0,
                     on_retry: RetryCallback | None = None) -> None:
@@ -160,13 +217,12 @@ class SshTransport:
         node that is not up yet answers (refused, timed out, no route, dropped) every
         second at most, so a server that starts listening is reached within a second.
 
-        Raises :class:`Unreachable` when the deadline passes, TransportError at once for
-        what waiting does not fix (a changed host key, no key), and for a refused key
-        once it has been refused for ``auth_grace`` s (a booting node may take its key
-        a little after its sshd starts). ``on_retry(reason)`` is called before each
-        pause."""
-        import asyncssh
-
+        Raises :class:`Unreachable` when the deadline passes (the last failure as its
+        cause), TransportError at once for what waiting does not fix (a changed host
+        key, no key), and for a refused key once it has been refused for
+        ``auth_grace`` s (a booting node may take its key a little after its sshd
+        starts): the :data:`SSH` table's ``retry`` says which is which. ``on_retry``
+        (reason) is called before each pause."""
         if self._conn is not None:
             return
         delay = RETRY_FIRST_S
@@ -177,41 +233,34 @@ class SshTransport:
                 self._conn = await self._connect_once(
                     max(MIN_ATTEMPT_S, min(self.connect_timeout, remaining)))
                 return
-            except asyncssh.HostKeyNotVerifiable as exc:
-                raise self._key_changed(exc) from None
-            except asyncssh.PermissionDenied as exc:
+            except Exception as exc:
+                rule = SSH.rule_for(exc)
+                if rule is None:
+                    raise
                 now = time.monotonic()
-                refused_since = now if refused_since is None else refused_since
-                if now - refused_since >= auth_grace or now >= deadline:
-                    raise self._key_refused(exc) from None
-                reason = "the server does not accept the key yet"
-            except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
-                refused_since = None
-                reason = why_unreachable(exc)
+                if rule.retry == "grace":
+                    refused_since = now if refused_since is None else refused_since
+                    give_up = now - refused_since >= auth_grace or now >= deadline
+                    reason = "the server does not accept the key yet"
+                else:
+                    refused_since = None
+                    give_up = rule.retry == "no"
+                    reason = why_unreachable(exc)
+                if give_up:
+                    raise SSH.error(rule, exc, **self._where("cannot connect over SSH")) from exc
+                last = exc
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise Unreachable(reason)
+                raise Unreachable(reason) from last
             if on_retry is not None:
                 on_retry(reason)
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 2, RETRY_MAX_S)
 
-    def _key_changed(self, exc: Exception) -> TransportError:
-        return TransportError(
-            f"node {self.node.name} ({self._target}): host key does not match the key "
-            f"pinned in {self.known_hosts}: {exc}",
-            hint="if the node was re-created on purpose, remove its line from that "
-            "file and retry; otherwise someone may be intercepting the connection",
-        )
-
-    def _key_refused(self, exc: Exception) -> TransportError:
-        keys = ", ".join(client_keys(self.node, self.workspace))
-        return TransportError(
-            f"node {self.node.name} ({self._target}): the SSH server refused the key "
-            f"({keys}): {exc}",
-            hint="check that the node's identity_file is the key whose public half is in "
-            "the user's ~/.ssh/authorized_keys on the node (and the user name is right)",
-        )
+    async def _lost(self, step: Awaitable[T]) -> T:
+        """``step`` inside the boundary: a failure of the connection is TransportError."""
+        with self._errors("connection lost"):
+            return await step
 
     async def run(
         self,
@@ -221,27 +270,25 @@ class SshTransport:
         on_stdout: OutputSink | None = None,
         timeout: float | None = None,
     ) -> CommandResult:
-        import asyncssh
-
         if self._conn is None:
             await self.connect(self.connect_timeout)
         try:
-            proc = await self._conn.create_process(command, encoding=None)
-        except (OSError, asyncssh.Error) as exc:
+            proc = await self._lost(self._conn.create_process(command, encoding=None))
+        except TransportError:
             self._drop()
-            raise TransportError(f"node {self.node.name}: connection lost: {exc}") from None
+            raise
         io = exchange(proc.stdout, proc.stderr, proc.stdin, close_stdin=proc.stdin.write_eof,
                       stdin=stdin, on_stdout=on_stdout)
         try:
-            out, err = await asyncio.wait_for(io, timeout)
-            await asyncio.wait_for(proc.wait_closed(), 30)
-        except asyncio.TimeoutError:
+            out, err = await asyncio.wait_for(self._lost(io), timeout)
+            await asyncio.wait_for(self._lost(proc.wait_closed()), 30)
+        except asyncio.TimeoutError:  # only the waits' own: the boundary maps the others
             proc.close()
             raise TransportError(
                 f"node {self.node.name}: command timed out after {timeout} s") from None
-        except (OSError, asyncssh.Error) as exc:
+        except TransportError:
             self._drop()
-            raise TransportError(f"node {self.node.name}: connection lost: {exc}") from None
+            raise
         except BaseException:  # cancellation, or a failing stdin source: end the command
             proc.close()
             raise

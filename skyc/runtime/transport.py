@@ -7,6 +7,11 @@ A node's ``transport`` names its entry in a registry (:func:`register_transport`
 the last two imported when a node needs them. Uploading a file is running
 ``cat > path`` with the file on stdin, so all share it. Cancelling a command is
 cancelling the coroutine that runs it.
+
+Each transport calls the library that reaches its nodes only inside its error
+boundary (:mod:`skyc.runtime.transport_errors`): its table says which of that
+library's exceptions become which TransportError. The local transport's,
+:data:`LOCAL`, maps what starting a process raises.
 """
 
 from __future__ import annotations
@@ -17,11 +22,13 @@ import os
 import shlex
 import sys
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from skyc.errors import TransportError
 from skyc.model.nodes import Node
+from skyc.runtime.transport_errors import ErrorTable, Rule
 
 OutputSink = Callable[[bytes], None]
 StdinSource = bytes | AsyncIterator[bytes] | None
@@ -125,6 +132,12 @@ async def upload_bytes(transport: Transport, data: bytes, remote_path: str, mode
             f"{res.stderr.decode(errors='replace').strip()}")
 
 
+LOCAL = ErrorTable("local", {
+    "builtins.OSError": Rule(TransportError, "node {node}: {doing}: {exc}"),
+    "subprocess.SubprocessError": Rule(TransportError, "node {node}: {doing}: {exc}"),
+})
+
+
 class LocalTransport:
     """Runs commands as subprocesses of this machine, with HOME set to the node's directory."""
 
@@ -134,8 +147,12 @@ class LocalTransport:
         self.node = node
         self.home = Path(node.node_dir)
 
+    def _errors(self, doing: str) -> AbstractContextManager[None]:
+        return LOCAL.boundary(node=self.node.name, doing=doing)
+
     async def connect(self, timeout: float) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
+        with self._errors(f"cannot create its directory {self.home}"):
+            self.home.mkdir(parents=True, exist_ok=True)
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -152,10 +169,8 @@ class LocalTransport:
     ) -> CommandResult:
         from skyc.runtime.local_process import LocalProcess
 
-        try:
+        with self._errors("cannot start bash"):
             proc = await LocalProcess.start(command, self.home, self._env())
-        except OSError as exc:
-            raise TransportError(f"node {self.node.name}: cannot start bash: {exc}") from None
         assert proc.stdin is not None
         io = exchange(proc.stdout, proc.stderr, proc.stdin, close_stdin=proc.close_stdin,
                       stdin=stdin, on_stdout=on_stdout)

@@ -11,6 +11,12 @@ The ``pulumi`` CLI is found on PATH, or in
 ``$SKYC_PULUMI_ROOT/bin``; without it nothing is created and the error says how
 to install it. ``plan`` of a stack without a CLI is the offline preview
 (:mod:`skyc.stacks.pulumi_preview`).
+
+The Automation API is called only inside the engine's error boundaries: :data:`ERRORS`
+for the CLI and the stack's workspace (opening the stack, its config, its outputs),
+where a failing command is an EngineError, and :data:`UPDATE_ERRORS` for preview, up,
+refresh and destroy, where it is an :class:`~skyc.errors.ApplyFailed` carrying the
+errors the engine reported (the targets classify those).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,6 +37,7 @@ from skyc.model.stack import Stack
 from skyc.settings.config import load_config, skyc_home
 from skyc.stacks import pulumi_events
 from skyc.stacks.engine import ProgressCallback, Refresh, StackDiff, interrupt_requested
+from skyc.stacks.engine_errors import ErrorTable, Rule
 from skyc.stacks.pulumi_python import PROJECT, PROJECT_FILE, files
 
 NAME = "pulumi"
@@ -42,6 +50,22 @@ INSTALL_HINT = (
     "`curl -fsSL https://get.pulumi.com | sh`) and put it on PATH, or set SKYC_PULUMI_ROOT "
     "to the directory holding bin/pulumi; `skyc plan --engine pulumi` works without it"
 )
+
+# Every exception class pulumi.automation defines is a row or a subclass of one (a test
+# checks); CommandError's subclasses (ConcurrentUpdateError, StackNotFoundError, ...)
+# say what went wrong in their text.
+ERRORS = ErrorTable(NAME, {
+    "builtins.FileNotFoundError": Rule(EngineError, "the pulumi CLI was not found (to "
+                                       "{doing})", hint=INSTALL_HINT),
+    "builtins.OSError": Rule(EngineError, "pulumi could not {doing}: {exc}"),
+    "pulumi.automation.InvalidVersionError": Rule(
+        EngineError, f"the pulumi CLI is too old: {{exc}} (skyc needs >= {MIN_VERSION})",
+        hint=INSTALL_HINT),
+    "pulumi.automation.CommandError": Rule(EngineError, "pulumi could not {doing}: {exc}"),
+})
+UPDATE_ERRORS = ERRORS.with_rules({
+    "pulumi.automation.CommandError": Rule(ApplyFailed, "pulumi {op} failed: {first}"),
+})
 
 
 def _root() -> str | None:
@@ -123,34 +147,32 @@ class PulumiEngine:
             "PULUMI_SKIP_UPDATE_CHECK": "true",
         }
 
-    def _command(self) -> Any:
-        from pulumi import automation as auto
+    def _errors(self, doing: str) -> AbstractContextManager[None]:
+        """The boundary of a call to the CLI or the workspace; ``doing`` names it with
+        the stack (``open stack gpu``)."""
+        return ERRORS.boundary(doing=doing, stack=self.stack_name)
 
-        from skyc.stacks.pulumi_command import InterruptibleCommand
-
-        try:
-            return InterruptibleCommand(root=_root())
-        except FileNotFoundError:
-            raise EngineError("the pulumi CLI was not found", hint=INSTALL_HINT) from None
-        except auto.InvalidVersionError as exc:
-            raise EngineError(f"the pulumi CLI is too old: {exc} (skyc needs >= {MIN_VERSION})",
-                              hint=INSTALL_HINT) from None
+    def _update_errors(self, op: str,
+                       diagnostics: list[Diagnostic]) -> AbstractContextManager[None]:
+        """The boundary of preview, up, refresh or destroy: its ApplyFailed carries the
+        ``diagnostics`` gathered so far and the run's log."""
+        return UPDATE_ERRORS.boundary(op=op, doing=f"run {op} on stack {self.stack_name}",
+                                      stack=self.stack_name, diagnostics=diagnostics,
+                                      log_file=self.last_log)
 
     def _stack(self) -> Any:
         from pulumi import automation as auto
 
-        opts = auto.LocalWorkspaceOptions(
-            work_dir=str(self.workspace), pulumi_command=self._command(),
-            env_vars=self._env(), secrets_provider="passphrase",
-        )
-        try:
-            stack = auto.create_or_select_stack(
+        from skyc.stacks.pulumi_command import InterruptibleCommand
+
+        env = self._env()
+        with self._errors(f"open stack {self.stack_name}"):
+            opts = auto.LocalWorkspaceOptions(
+                work_dir=str(self.workspace), pulumi_command=InterruptibleCommand(root=_root()),
+                env_vars=env, secrets_provider="passphrase",
+            )
+            return auto.create_or_select_stack(
                 stack_name=self.stack_name, work_dir=str(self.workspace), opts=opts)
-        except FileNotFoundError:
-            raise EngineError("the pulumi CLI was not found", hint=INSTALL_HINT) from None
-        except auto.CommandError as exc:
-            raise EngineError(f"pulumi could not open stack {self.stack_name}: {exc}") from None
-        return stack
 
     def _log(self, op: str) -> Callable[[str], None]:
         logs = self.workspace / "logs"
@@ -168,8 +190,6 @@ class PulumiEngine:
 
     def _run(self, op: str, call: Callable[[Any, Callable[[Any], None], Callable[[str], None]],
                                             Any], progress: ProgressCallback | None) -> Any:
-        from pulumi import automation as auto
-
         if interrupt_requested():
             raise EngineInterrupted(f"pulumi {op} was interrupted before it started",
                                     hint="nothing was changed")
@@ -187,15 +207,11 @@ class PulumiEngine:
                 progress(step)
 
         try:
-            return call(stack, on_event, log)
+            with self._update_errors(op, diagnostics):
+                return call(stack, on_event, log)
         except EngineInterrupted as exc:
             log(f"interrupted: {exc.message}")
             raise
-        except auto.CommandError as exc:
-            lines = str(exc).strip().splitlines()
-            first = diagnostics[0].summary if diagnostics else (lines[-1] if lines else op)
-            raise ApplyFailed(f"pulumi {op} failed: {first}", diagnostics,
-                              log_file=self.last_log) from None
 
     # -- the protocol ------------------------------------------------------------------
 
@@ -217,7 +233,8 @@ class PulumiEngine:
         opened = self._stack()
         config = {f"{PROJECT}:{k}": auto.ConfigValue(value=str(v)) for k, v in values.items()}
         if config:
-            opened.set_all_config(config)
+            with self._errors(f"set the config of stack {self.stack_name}"):
+                opened.set_all_config(config)
 
     def _values(self) -> dict[str, Any]:
         path = self.workspace / INPUTS_FILE
@@ -247,7 +264,9 @@ class PulumiEngine:
                   progress)
 
     def outputs(self) -> dict[str, Any]:
-        values = self._stack().outputs()
+        stack = self._stack()
+        with self._errors(f"read the outputs of stack {self.stack_name}"):
+            values = stack.outputs()
         return {name: item.value for name, item in sorted(values.items())}
 
     def refresh(self) -> Refresh:

@@ -4,6 +4,11 @@ Binary: ``$SKYC_TERRAFORM``, else ``terraform`` on PATH, else ``tofu``.
 Providers: the user's CLI config (``~/.terraformrc``, ``TF_CLI_CONFIG_FILE``) is
 honoured; ``$SKYC_TF_PLUGIN_DIR`` adds ``-plugin-dir`` to ``init`` for offline
 provider mirrors. Every run's output is kept in ``<workspace>/logs/<time>-<op>.log``.
+
+The binary is started only inside the engine's error boundary, :data:`ERRORS`: what
+starting or waiting for it raises becomes an EngineError naming the command and the
+stack. What terraform prints when it fails is read here (its diagnostics, for
+:class:`~skyc.errors.ApplyFailed`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ from skyc.stacks.engine import (
     StackDiff,
     interrupt_requested,
 )
+from skyc.stacks.engine_errors import ErrorTable, Rule
 from skyc.stacks.terraform_output import (
     diagnostic,
     drift_deleted,
@@ -53,6 +60,15 @@ _KILL_GRACE_S = 30.0
 LOCK_TIMEOUT_S = 300
 # How often a run that lost the race for the state lock (``lost_lock_race``) is tried.
 LOCK_RACE_TRIES = 5
+
+ERRORS = ErrorTable(NAME, {
+    "builtins.OSError": Rule(EngineError, "terraform {op} of stack {stack}: cannot run "
+                             "{binary}: {exc}"),
+    "subprocess.TimeoutExpired": Rule(EngineError, "terraform {op} of stack {stack} did not "
+                                      "finish within {exc.timeout:.0f} s"),
+    "subprocess.SubprocessError": Rule(EngineError, "terraform {op} of stack {stack} failed: "
+                                       "{exc}"),
+})
 
 
 def find_binary() -> str:
@@ -108,6 +124,9 @@ class TerraformEngine:
 
     # -- running ---------------------------------------------------------------------
 
+    def _errors(self, op: str) -> AbstractContextManager[None]:
+        return ERRORS.boundary(op=op, stack=self.workspace.name, binary=self.binary)
+
     def _log_path(self, op: str) -> Path:
         logs = self.workspace / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -153,7 +172,7 @@ class TerraformEngine:
         # would kill terraform (SIGPIPE) mid-apply, losing what it was creating.
         with log_path.open("a") as out, log_path.open() as log:
             log.readline()
-            try:
+            with self._errors(op):
                 proc = subprocess.Popen(
                     cmd,
                     cwd=self.workspace,
@@ -163,8 +182,6 @@ class TerraformEngine:
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                 )
-            except OSError as exc:
-                raise EngineError(f"cannot run {self.binary}: {exc}") from None
             timed_out = threading.Event()
 
             def stop() -> None:
@@ -231,13 +248,11 @@ class TerraformEngine:
         """Run a read-only command whose stdout is one JSON document."""
         log_path = self._log_path(op)
         self.last_log = log_path
-        try:
+        with self._errors(op):
             proc = subprocess.run(
                 [self.binary, *args], cwd=self.workspace, env=self._env, capture_output=True,
                 text=True, timeout=600, stdin=subprocess.DEVNULL,
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise EngineError(f"terraform {op} failed: {exc}") from None
         log_path.write_text(f"$ {self.binary} {' '.join(args)}\n{proc.stderr}")
         if proc.returncode != 0:
             raise EngineError(f"terraform {op} failed:\n{proc.stderr.strip()[-2000:]}")
