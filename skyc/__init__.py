@@ -8,6 +8,12 @@ The public Python API, one function per stage of the pipeline::
     info = skyc.provision(name, placement, candidate)          # apply (terraform)
     result = skyc.run_job(info, skyc.job_spec_from_task(task)) # run
 
+or the commands' own functions, which print nothing::
+
+    result = skyc.launch(tasks, skyc.LaunchOptions(), reporter)    # skyc apply TASK
+    review = skyc.plan_with_diff(["task.yaml"], skyc.PlanDiffOptions(out=saved))  # plan -o
+    result = skyc.apply_saved_plan(saved)                          # skyc apply FILE
+
 Names are imported on first use, so ``import skyc`` stays cheap.
 """
 
@@ -33,6 +39,12 @@ _EXPORTS = {
     "job_spec_from_task": "skyc.runtime",
     "launch": "skyc.apply.launch",
     "LaunchOptions": "skyc.apply.launch",
+    "LaunchResult": "skyc.apply.launch",
+    "plan_with_diff": "skyc.apply.plan_diff",
+    "PlanDiffOptions": "skyc.apply.plan_diff",
+    "PlanProgress": "skyc.apply.plan_diff",
+    "PlanResult": "skyc.apply.plan_diff",
+    "apply_saved_plan": "skyc.apply.saved_plan",
     "SkycError": "skyc.errors",
 }
 

@@ -161,8 +161,8 @@ def test_error_documents_name_the_document_that_failed(
 def test_compiled_plan_json_is_a_plan_document(tmp_path: Path, schemas: dict[str, Any]
                                                ) -> None:
     """What compile writes as plan.json (:func:`compiled_plan_json`), from a real plan."""
+    from skyc.apply.plan_document import compiled_plan_json
     from skyc.catalog import load_catalog
-    from skyc.cli.plan_stacks import compiled_plan_json
     from skyc.optimizer import optimize
     from skyc.task import load_tasks
 

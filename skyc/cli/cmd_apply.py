@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from skyc.apply.launch import LaunchOptions, LaunchResult
-    from skyc.model.plan import Placement
     from skyc.task import Task, TaskFile
 
 _APPLY_HELP = """Plan, provision (with failover), sync, set up and run a task.
@@ -142,11 +141,11 @@ def _launch_task(task_file: Path, tasks: Sequence[Task], opts: LaunchOptions,
     """Launch under the policy (checked before each attempt, and a constraint of the
     optimizer); the job's exit code is the command's."""
     from skyc.apply.launch import launch
-    from skyc.cli.plan_stacks import policy_constraint
+    from skyc.apply.plan_policy import policy_constraint, policy_gate
     from skyc.cli.progress import ConsoleReporter
     from skyc.settings.config import load_config
 
-    opts.admit = _policy_gate(policy_file, task_file, tasks, allow_policy_violations)
+    opts.admit = policy_gate(policy_file, task_file, tasks, allow_policy_violations)
     opts.allowed = policy_constraint(policy_file, task_file, load_config())
     result = launch(tasks, opts, ConsoleReporter())
     refresh_ssh_config()
@@ -171,38 +170,18 @@ def _exit_if_failed(result: LaunchResult) -> None:
         raise typer.Exit(result.exit_code)
 
 
-def _policy_gate(explicit: Path | None, task_file: Path, tasks: Sequence[Task], allow: bool
-                 ) -> Callable[[str, Placement], None] | None:
-    """The policy check before each attempt (None: no policy applies)."""
-    from skyc.review.admit import policy_gate
-    from skyc.review.policy import find_policy, load_policy
-    from skyc.settings.config import load_config
-
-    path = find_policy(explicit, task_file, load_config().policy)
-    if path is None or len(tasks) != 1:
-        return None
-    return policy_gate(load_policy(path), path, tasks[0], allow)
-
-
 def _apply_saved(path: Path, secret: list[str], base: LaunchOptions,
                  policy_file: Path | None, allow: bool,
                  ask: Callable[[str], bool] | None = None) -> None:
     """``skyc apply PLANFILE``: exactly the reviewed plan, without asking again; when
     every placement it lists failed, ``ask`` (None: stop) says whether to go on."""
-    from skyc.apply.launch import launch
+    from skyc.apply.saved_plan import apply_saved_plan
     from skyc.cli.progress import ConsoleReporter
-    from skyc.review.planfile import read
-    from skyc.review.saved_apply import launch_options, load_tasks_of
-    from skyc.settings.config import load_config
     from skyc.task import parse_secret_flags
 
-    plan = read(path)
-    tasks = load_tasks_of(plan, parse_secret_flags(secret))
-    opts = launch_options(path, plan, tasks, load_config(), base)
-    opts.admit = _policy_gate(policy_file, Path(plan.tasks[0].file), tasks, allow)
-    if opts.reviewed is not None:
-        opts.reviewed.ask = ask
-    result = launch(tasks, opts, ConsoleReporter())
+    result = apply_saved_plan(path, secrets=parse_secret_flags(secret), options=base,
+                              policy_file=policy_file, allow_policy_violations=allow,
+                              ask=ask, reporter=ConsoleReporter())
     refresh_ssh_config()
     _exit_if_failed(result)
 

@@ -1,13 +1,15 @@
 """``skyc plan``, ``skyc check`` and ``skyc catalog update``.
 
-The plan's per-cluster stack diffs are in :mod:`skyc.cli.plan_stacks`.
+``skyc plan`` parses its options, calls :func:`skyc.apply.plan_diff.plan_with_diff`
+and prints: the placement's tables here, the per-cluster stacks' diffs with
+:mod:`skyc.cli.plan_stacks`.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -26,66 +28,19 @@ from skyc.cli.options import (
     use_spot_option,
 )
 from skyc.cli.output import console
-from skyc.cli.plan_stacks import plan_stacks, print_policy, print_stacks
+from skyc.cli.plan_stacks import (
+    StackProgress,
+    print_policy,
+    print_saved,
+    print_stacks,
+    print_unknown,
+)
 from skyc.cli.task_flags import TaskFlags
 
 if TYPE_CHECKING:
-    from skyc.catalog import Catalog
+    from skyc.apply.plan_diff import PlacedPlan, PlanResult
     from skyc.model.plan import Placement, Plan
     from skyc.optimizer.pipeline_cost import RunCost
-    from skyc.settings.config import SkycConfig
-    from skyc.settings.infra import PlanScope
-    from skyc.task import Task
-
-
-def _prices(p: dict[str, Any]) -> None:
-    """Both units beside the total the Plan keeps: per node and for the whole cluster."""
-    nodes = max(int(p.get("num_nodes") or 1), 1)
-    p["hourly_cost_total"] = p["hourly_cost"]
-    p["hourly_cost_per_node"] = round(float(p["hourly_cost"]) / nodes, 6)
-
-
-def plan_document(plan: Plan, stacks: list[dict[str, Any]] | None = None,
-                  notes: dict[str, Any] | None = None, run: RunCost | None = None
-                  ) -> dict[str, Any]:
-    """The JSON document of ``skyc plan --format json``.
-
-    Every placement carries ``hourly_cost`` (USD/hour, all nodes; the Plan's own
-    field), ``hourly_cost_total`` (the same) and ``hourly_cost_per_node``.
-    ``stacks`` (one entry per cluster, from
-    :func:`skyc.cli.plan_stacks.stack_entry`) and ``notes`` (the plan's scope:
-    plan-only clouds, skipped ones, a cheaper disabled cloud, what apply would refuse)
-    are added when given.
-    ``run_cost`` (:class:`skyc.optimizer.pipeline_cost.RunCost`): per step its
-    ``hours`` (None without a duration), ``duration_source`` ("task", or "time model"
-    for a duration measured on other hardware, with ``duration_note``) and ``cost``;
-    ``total_cost`` and ``total_hours`` only when every step has a duration
-    (``missing_duration`` names the others); serial steps' hours add up, parallel
-    tasks' take the longest; ``egress_cost`` is part of the total.
-
-    ``hourly_cost`` and ``hourly_cost_total`` at the top are the plan's peak: what the
-    tasks that run at the same time (``peak_tasks``, indices into ``tasks``) cost per
-    hour together, so a pipeline's serial steps are never added up. ``objective`` is
-    ``run`` when every task's duration was known and the whole run was minimised,
-    ``hourly`` otherwise.
-    """
-    doc = plan.model_dump(mode="json")
-    doc["tasks"] = [
-        {"name": t["name"], "placement": t["placement"], "alternatives": t["alternatives"],
-         "reason": t["reason"]}
-        for t in doc["tasks"]
-    ]
-    for t in doc["tasks"]:
-        for p in [t["placement"], *t["alternatives"]]:
-            _prices(p)
-    doc["hourly_cost_total"] = doc["hourly_cost"]
-    if stacks is not None:
-        doc["stacks"] = stacks
-    if notes:
-        doc["notes"] = notes
-    if run is not None:
-        doc["run_cost"] = run.model_dump(mode="json")
-    return doc
 
 
 def _acc_text(p: Placement) -> str:
@@ -236,94 +191,34 @@ def _verdict(plan: Plan, parallel: bool = False) -> str:
             f"optimize {plan.optimize}; {src})")
 
 
-def _diff_with_progress(tasks: list[Any], plan: Plan, names: list[str], **kwargs: Any
-                        ) -> list[dict[str, Any]]:
-    """plan_stacks, saying on stderr which stack's engine runs (a spinner on a
-    terminal, one line each otherwise): an engine plan takes tens of seconds."""
-    import time
+class _PlanPrinter(StackProgress):
+    """What ``skyc plan`` prints as it plans: the task files' warnings, then the
+    placement's table and its notes (with --format json or markdown, the notes on
+    stderr) before any engine runs, then the engine diff's progress."""
 
-    from skyc.cli.output import err_console, print_line
+    def __init__(self, fmt: str) -> None:
+        super().__init__()
+        self.fmt = fmt
 
-    start = time.monotonic()
-    total = len(names)
-    status: Any = None
+    def warning(self, text: str) -> None:
+        from skyc.cli.output import print_warning
 
-    def on_stack(cluster: str, engine: str) -> None:
-        index = names.index(cluster) + 1
-        text = (f"engine diff {index}/{total}: {engine} plan for stack {cluster} "
-                "(--no-diff skips it)")
-        if status is not None:
-            status.update(text)
+        print_warning(text)
+
+    def placed(self, placed: PlacedPlan) -> None:
+        from skyc.cli.output import print_warning
+
+        if self.fmt == "table":
+            from skyc.cli.output import print_text
+
+            plan = placed.plan
+            _print_plan(plan, placed.parallel, suspicious_placements(plan, placed.catalog),
+                        placed.run_cost)
+            for line in placed.notes:
+                print_text(line)
         else:
-            print_line(text, err=True)
-
-    if err_console.is_terminal:
-        with err_console.status("engine diff...") as status:
-            stacks = plan_stacks(tasks, plan, names, on_stack=on_stack, **kwargs)
-    else:
-        stacks = plan_stacks(tasks, plan, names, on_stack=on_stack, **kwargs)
-    if any(st["status"] == "ok" for st in stacks):
-        print_line(f"engine diff done in {time.monotonic() - start:.0f}s", err=True)
-    return stacks
-
-
-def _check_node_limits(plan: Plan) -> None:
-    """Refuse a plan whose num_nodes is more than its target supports."""
-    from skyc.apply.preflight import node_limit_problem
-    from skyc.errors import Refused
-
-    for tp in plan.tasks:
-        problem = node_limit_problem(tp.placement.cloud, tp.placement.num_nodes)
-        if problem is not None:
-            raise Refused(f"task '{tp.name}' on {tp.placement.infra}", [problem])
-
-
-class _PlanRequest(NamedTuple):
-    """What ``skyc plan`` was asked for: its options, checked."""
-
-    fmt: str
-    optimize: str
-    where: str | None  # --infra
-    catalog: Path | None
-    cluster: str | None
-    diff: bool
-    engine: str | None
-    out: Path | None
-    policy_file: Path | None
-    detailed_exitcode: bool
-    hours: float | None
-    flags: TaskFlags
-
-
-class _Loaded(NamedTuple):
-    """The tasks of every task file named, in order."""
-
-    tasks: list[Task]
-    files_of: list[Path]  # each task's file
-    task_file: Path  # the first file named
-    parallel: bool  # independent tasks (several files, or a parallel header)
-
-
-class _Planned(NamedTuple):
-    """The plan, and what it was made with."""
-
-    names: list[str]  # the clusters to diff ([] with --no-diff)
-    config: SkycConfig
-    scope: PlanScope
-    cat: Catalog
-    plan: Plan
-    run: RunCost
-    excluded: list[str]  # what the policy ruled out, per task
-
-
-class _Notes(NamedTuple):
-    """What is said beside the plan: its scope, the policy's exclusions, what apply
-    would refuse, a cheaper disabled cloud, the --hours total."""
-
-    lines: list[str]
-    refusals: list[str]
-    cheaper: dict[str, Any] | None
-    clusters: list[str]  # each task's cluster
+            for line in placed.notes:
+                print_warning(line)
 
 
 def plan_cmd(
@@ -350,190 +245,46 @@ def plan_cmd(
     detailed_exitcode: bool = plan_options.DETAILED_EXITCODE,
     hours: float | None = plan_options.HOURS,
 ) -> None:
+    from skyc.apply.plan_diff import PlanDiffOptions, plan_with_diff
+
     check_choice("--format", fmt, ("table", "json", "markdown"))
     check_choice("--optimize", optimize, OPTIMIZE_CHOICES)
     flags = TaskFlags(env=env, env_file=env_file, secret=secret, gpus=gpus, cpus=cpus,
                       memory=memory, instance_type=instance_type, disk_size=disk_size,
                       use_spot=use_spot, num_nodes=num_nodes)
-    req = _PlanRequest(fmt, optimize, one_infra(infra), catalog, cluster, diff, engine, out,
-                       policy_file, detailed_exitcode, hours, flags)
-    loaded = _load_plan_tasks(req, task_paths)
-    planned = _optimize_plan(req, loaded)
-    notes = _plan_notes(req, loaded, planned)
-    _show_placement(req, loaded, planned, notes)
-    from skyc.cli.plan_stacks import check_policy, plan_exit_code
+    options = PlanDiffOptions(
+        infra=one_infra(infra), catalog_dir=catalog, optimize=optimize, cluster=cluster,
+        diff=diff, engine=engine, out=out, policy_file=policy_file,
+        detailed_exitcode=detailed_exitcode, hours=hours, env=flags.env_values(),
+        secrets=flags.secrets(), overrides=flags.overrides())
+    printer = _PlanPrinter(fmt)
+    try:
+        result = plan_with_diff(task_paths, options, printer)
+    finally:
+        printer.close()
+    _print_result(result, fmt)
 
-    # Before the engine diff: a policy file that cannot be read fails fast.
-    policy = check_policy(policy_file, loaded.task_file, loaded.tasks, planned.plan,
-                          notes.clusters, planned.config)
-    stacks = _engine_plans(req, loaded, planned, notes.clusters)
+
+def _print_result(result: PlanResult, fmt: str) -> None:
+    """The saved plan file, the stacks' diffs and the policy's verdict (or the plan's
+    document), then why the exit code is 1 when it is not known what changes."""
+    from skyc.cli.output import print_warning
+
+    if result.saved is not None:
+        print_saved(result.saved)
     if fmt in ("json", "markdown"):
-        _print_document(req, loaded, planned, notes, policy, stacks)
+        for st in result.stacks or []:
+            if st["status"] != "ok":
+                print_warning(f"{st['note']}; `skyc plan --no-diff` skips the diff")
+        typer.echo(result.markdown() if fmt == "markdown"
+                   else json.dumps(result.document(), indent=2, sort_keys=True))
     else:
-        if stacks:
-            print_stacks(stacks)
-        print_policy(policy)
-    code = plan_exit_code(policy, stacks, detailed_exitcode, planned.plan, notes.clusters)
-    if code:
-        raise typer.Exit(code)
-
-
-def _load_plan_tasks(req: _PlanRequest, task_paths: list[Path]) -> _Loaded:
-    """Every task file's tasks (their warnings said); --cluster needs exactly one."""
-    from skyc.cli.output import print_warning
-    from skyc.cli.plan_stacks import expand_task_files
-    from skyc.errors import ConfigError
-    from skyc.task import load_tasks
-
-    if req.cluster is not None and not req.diff:
-        raise ConfigError("--cluster names the cluster to diff against; it has no use "
-                          "with --no-diff", hint="drop one of them")
-    task_files = expand_task_files(task_paths)
-    task_file = task_files[0]
-    tasks: list[Task] = []
-    files_of: list[Path] = []
-    parallel = len(task_files) > 1  # tasks of several files are independent
-    for path in task_files:
-        task_set = load_tasks(path, env=req.flags.env_values(), secrets=req.flags.secrets(),
-                              overrides=req.flags.overrides())
-        for warning in task_set.warnings:
-            print_warning(warning.render())
-        tasks += list(task_set.tasks)
-        files_of += [path] * len(task_set.tasks)
-        parallel = parallel or (task_set.header is not None
-                                and task_set.header.execution == "parallel")
-    if req.cluster is not None and len(tasks) != 1:
-        raise ConfigError(
-            f"--cluster names one cluster, but {task_file} holds {len(tasks)} tasks",
-            hint="drop --cluster: each task's cluster is named after the task",
-        )
-    return _Loaded(tasks, files_of, task_file, parallel)
-
-
-def _optimize_plan(req: _PlanRequest, loaded: _Loaded) -> _Planned:
-    """The optimizer's plan over the infra in scope, within the policy's constraint."""
-    from skyc.cli.plan_cost import durations_of
-    from skyc.cli.plan_stacks import policy_constraint
-    from skyc.optimizer import optimize as run_optimizer
-    from skyc.optimizer.pipeline_cost import run_cost
-    from skyc.settings.config import load_config
-    from skyc.settings.infra import catalog_for, plan_scope
-
-    tasks = loaded.tasks
-    names: list[str] = []
-    if req.diff:
-        from skyc.model.cluster_names import cluster_names_for
-
-        names = cluster_names_for(tasks, req.cluster)
-    config = load_config()
-    scope = plan_scope(config, tasks, infra=req.where, catalog_dir=req.catalog, fall_back=True)
-    cat = catalog_for(config, tasks, infra=req.where, catalog_dir=req.catalog, scope=scope)
-    excluded: list[str] = []
-    plan = run_optimizer(tasks, cat, target="time" if req.optimize == "time" else "cost",
-                         infra=req.where, edges=[] if loaded.parallel else None,
-                         allowed=policy_constraint(req.policy_file, loaded.task_file, config),
-                         report=lambda task, note: excluded.append(f"{task}: {note}"))
-    _check_node_limits(plan)
-    run = run_cost(plan, durations_of(tasks), "parallel" if loaded.parallel else "serial")
-    return _Planned(names, config, scope, cat, plan, run, excluded)
-
-
-def _plan_notes(req: _PlanRequest, loaded: _Loaded, planned: _Planned) -> _Notes:
-    from skyc.apply.preflight import apply_refusals
-    from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line, scope_lines
-    from skyc.model.cluster_names import cluster_names_for
-
-    plan = planned.plan
-    lines = scope_lines(planned.scope) + [f"policy: {note}" for note in planned.excluded]
-    clusters = planned.names or cluster_names_for(loaded.tasks, req.cluster)
-    refusals = apply_refusals(loaded.tasks, plan, clusters)
-    lines += refusals
-    cheaper = cheaper_elsewhere(loaded.tasks, plan, planned.scope, planned.config,
-                                infra=req.where, catalog_dir=req.catalog,
-                                target=req.optimize, parallel=loaded.parallel)
-    if cheaper:
-        lines.append(cheaper_line(cheaper, plan))
-    if req.hours is not None:
-        lines.append(_hours_line(plan, req.hours))
-    return _Notes(lines, refusals, cheaper, clusters)
-
-
-def _show_placement(req: _PlanRequest, loaded: _Loaded, planned: _Planned,
-                    notes: _Notes) -> None:
-    """The table and its notes; with --format json or markdown, the notes on stderr."""
-    from skyc.cli.output import print_warning
-
-    if req.fmt == "table":
-        from skyc.cli.output import print_text
-
-        plan = planned.plan
-        _print_plan(plan, loaded.parallel, suspicious_placements(plan, planned.cat),
-                    planned.run)
-        for line in notes.lines:
-            print_text(line)
-    else:
-        for line in notes.lines:
-            print_warning(line)
-
-
-def _engine_plans(req: _PlanRequest, loaded: _Loaded, planned: _Planned,
-                  clusters: list[str]) -> list[dict[str, Any]] | None:
-    """Each stack's engine diff (None with --no-diff); with -o, the plan saved."""
-    stacks = None
-    artifacts = None
-    if req.diff or req.out is not None:  # the engine plans, for a saved plan
-        from skyc.review.planfile import Artifacts
-
-        artifacts = Artifacts()
-    if req.diff:
-        stacks = _diff_with_progress(loaded.tasks, planned.plan, planned.names,
-                                     catalog=req.catalog, target=req.optimize,
-                                     config=planned.config, engine=req.engine,
-                                     on_plan=artifacts)
-    if req.out is not None:
-        from skyc.cli.plan_stacks import save_plan
-
-        assert artifacts is not None
-        save_plan(req.out, loaded.files_of, loaded.tasks, clusters, planned.plan,
-                  stacks or [], artifacts, planned.config, infra=req.where,
-                  catalog=req.catalog, optimize=req.optimize, engine=req.engine,
-                  cluster=req.cluster, env=req.flags.env_values(),
-                  overrides=req.flags.overrides())
-    return stacks
-
-
-def _print_document(req: _PlanRequest, loaded: _Loaded, planned: _Planned, notes: _Notes,
-                    policy: dict[str, Any] | None, stacks: list[dict[str, Any]] | None
-                    ) -> None:
-    """--format json or markdown: the plan's document (or the review comment)."""
-    from skyc.cli.output import print_warning
-    from skyc.cli.plan_stacks import review_outputs
-
-    for st in stacks or []:
-        if st["status"] != "ok":
-            print_warning(f"{st['note']}; `skyc plan --no-diff` skips the diff")
-    scope = planned.scope
-    doc_notes = {k: v for k, v in (("plan_only", list(scope.plan_only)),
-                                   ("skipped", list(scope.skipped)),
-                                   ("cheaper_elsewhere", notes.cheaper),
-                                   ("apply_refusals", notes.refusals)) if v}
-    doc = plan_document(planned.plan, stacks, doc_notes, planned.run)
-    comment = review_outputs(doc, fmt=req.fmt, tasks=loaded.tasks, plan=planned.plan,
-                             names=notes.clusters, stacks=stacks, policy=policy,
-                             config=planned.config, engine=req.engine, hours=req.hours,
-                             out=req.out)
-    typer.echo(comment if comment is not None else json.dumps(doc, indent=2,
-                                                               sort_keys=True))
-
-
-def _hours_line(plan: Plan, hours: float) -> str:
-    """What ``--hours N`` adds to the table: every cluster for N hours, at the planned
-    prices (as the JSON's ``run_total``)."""
-    from skyc.optimizer.pipeline_cost import hours_text
-
-    total = sum(t.placement.hourly_cost for t in plan.tasks) * hours
-    each = " (each cluster for that long)" if len(plan.tasks) > 1 else ""
-    return f"for {hours_text(hours)}: ${total:,.2f} at the planned prices{each}"
+        if result.stacks:
+            print_stacks(result.stacks)
+        print_policy(result.policy)
+    print_unknown(result.unknown)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
 
 
 def check(
@@ -605,7 +356,7 @@ def catalog_update(
 
 
 def register(app: typer.Typer) -> None:
-    from skyc.cli.plan_stacks import json_errors
+    from skyc.cli.output import json_errors
 
     app.command("plan", help=plan_options.PLAN_HELP)(json_errors(plan_cmd))
     app.command("check")(check)

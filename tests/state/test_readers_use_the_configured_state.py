@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skyc.cli.plan_stacks import state_record
+from skyc.apply.stack_diffs import state_record
 from skyc.review.digests import of_cluster_state
 from skyc.review.quotas import clusters_in_use
 from tests.state.conftest import StateKind
