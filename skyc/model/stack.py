@@ -3,10 +3,15 @@
 Values are data, never engine syntax: :class:`Ref` (another resource's
 attribute), :class:`Var` (an input variable), :class:`Block` (a nested block
 with the typed argument class an engine may need for it), and plain JSON. A
-resource names its type for each engine that can take it; dependencies,
+resource names its type for each schema family that can take it; dependencies,
 ignored changes, provider settings and the state backend are fields of their
 own. Nodes are unrolled (``node_0``, ``node_1``, ...): every node is one
-resource. The emitters in this package turn a stack into an engine's files.
+resource. The emitters in :mod:`skyc.stacks` turn a stack into an engine's files.
+
+A schema family is the vocabulary of resource types an engine reads: ``terraform``
+(Terraform's providers, which OpenTofu reads too) or ``pulumi`` (the Pulumi SDKs'
+classes). Each engine declares its family (``SCHEMA_FAMILY``, see
+:mod:`skyc.stacks.registry`), so engines of one family share the types written here.
 """
 
 from __future__ import annotations
@@ -42,9 +47,9 @@ class Var(_Model):
 
 
 class Block(_Model):
-    """A nested block. ``args`` names, per engine, the typed class it is built with
-    (e.g. ``{"pulumi": "aws.ec2.InstanceRootBlockDeviceArgs"}``); engines not named
-    take it as a plain mapping."""
+    """A nested block. ``args`` names, per schema family, the typed class it is built
+    with (e.g. ``{"pulumi": "aws.ec2.InstanceRootBlockDeviceArgs"}``); families not
+    named take it as a plain mapping."""
 
     kind: Literal["block"] = "block"
     values: dict[str, Any]
@@ -67,9 +72,9 @@ class Resource(_Model):
 
     ``key`` identifies it within the stack (references and ``depends_on`` use it);
     ``name`` is the engine-facing name (defaults to ``key``); ``types`` maps each
-    engine that can create it to its type there (terraform ``aws_instance``, pulumi
-    ``aws.ec2.Instance``). ``arg_names`` renames arguments for one engine where its
-    SDK spells them differently.
+    schema family that can create it to its type there (terraform ``aws_instance``,
+    pulumi ``aws.ec2.Instance``). ``arg_names`` renames arguments for one family where
+    its SDK spells them differently.
     """
 
     key: str
@@ -81,8 +86,9 @@ class Resource(_Model):
     provider: str | None = None
     commands: list[LocalCommand] = Field(default_factory=list)
     arg_names: dict[str, dict[str, str]] = Field(default_factory=dict)
-    # Where an engine's state may still hold it under an earlier address (e.g. a node
-    # from before nodes were unrolled): the engine moves it instead of replacing it.
+    # Where the state of a family's engine may still hold it under an earlier address
+    # (e.g. a node from before nodes were unrolled): the engine moves it instead of
+    # replacing it.
     formerly: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -91,18 +97,19 @@ class Resource(_Model):
             self.name = self.key
         return self
 
-    def type_for(self, engine: str) -> str:
+    def type_for(self, family: str) -> str:
+        """The resource's type in the schema family ``family``."""
         try:
-            return self.types[engine]
+            return self.types[family]
         except KeyError:
             raise EngineError(
-                f"resource {self.key} has no {engine} type (it has: "
+                f"resource {self.key} has no {family} type (it has: "
                 f"{', '.join(sorted(self.types)) or 'none'})"
             ) from None
 
 
 class Provider(_Model):
-    """One provider's settings. ``types`` per engine (terraform ``aws``, pulumi
+    """One provider's settings. ``types`` per schema family (terraform ``aws``, pulumi
     ``aws.Provider``); ``source`` and ``version`` pin the plugin."""
 
     types: dict[str, str]
@@ -151,12 +158,17 @@ class Stack(_Model):
                 return res
         raise KeyError(key)
 
-    def engines(self) -> list[str]:
-        """Engines that can take every resource of the stack."""
+    def families(self) -> list[str]:
+        """The schema families that can take every resource of the stack."""
         names: set[str] | None = None
         for res in self.resources:
             names = set(res.types) if names is None else names & set(res.types)
         return sorted(names or ())
+
+    def engines(self) -> list[str]:
+        """:meth:`families`, by its earlier name (each family is named for the first
+        engine that read it)."""
+        return self.families()
 
 
 def references(value: Value) -> list[str]:

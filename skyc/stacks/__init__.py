@@ -29,7 +29,14 @@ if TYPE_CHECKING:
         ResourceChange,
         StackDiff,
     )
-    from skyc.stacks.registry import emit, engine_names, open_engine, stack_engine, write_stack
+    from skyc.stacks.registry import (
+        emit,
+        engine_names,
+        open_engine,
+        schema_family,
+        stack_engine,
+        write_stack,
+    )
     from skyc.stacks.terraform_json import STACK_FILE, to_terraform
     from skyc.stacks.workspace import check_cluster_name, cluster_workspace, has_stack
 
@@ -41,7 +48,8 @@ _EXPORTS = {
     "ProgressCallback": "engine", "ProgressEvent": "engine", "Refresh": "engine",
     "ResourceChange": "engine", "StackDiff": "engine", "emit": "registry",
     "engine_names": "registry", "open_engine": "registry", "stack_engine": "registry",
-    "write_stack": "registry", "Block": _STACK, "LocalCommand": _STACK, "Output": _STACK,
+    "write_stack": "registry", "schema_family": "registry", "Block": _STACK,
+    "LocalCommand": _STACK, "Output": _STACK,
     "Provider": _STACK, "Ref": _STACK, "Resource": _STACK, "Stack": _STACK,
     "Var": _STACK, "Variable": _STACK, "STACK_FILE": "terraform_json",
     "to_terraform": "terraform_json", "check_cluster_name": "workspace",
@@ -77,6 +85,7 @@ __all__ = [
     "engine_names",
     "has_stack",
     "open_engine",
+    "schema_family",
     "stack_engine",
     "to_terraform",
     "write_stack",

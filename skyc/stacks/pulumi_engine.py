@@ -39,6 +39,7 @@ from skyc.stacks import pulumi_events
 from skyc.stacks.engine import ProgressCallback, Refresh, StackDiff, interrupt_requested
 from skyc.stacks.engine_errors import ErrorTable, Rule
 from skyc.stacks.pulumi_python import PROJECT, PROJECT_FILE, files
+from skyc.stacks.pulumi_python import SCHEMA_FAMILY as SCHEMA_FAMILY
 
 NAME = "pulumi"
 STACK_FILE = PROJECT_FILE
@@ -291,4 +292,5 @@ def open_engine(workspace: Path) -> PulumiEngine:
     return PulumiEngine(workspace)
 
 
-__all__ = ["NAME", "STACK_FILE", "PulumiEngine", "files", "open_engine", "unavailable", "write"]
+__all__ = ["NAME", "SCHEMA_FAMILY", "STACK_FILE", "PulumiEngine", "files", "open_engine",
+           "unavailable", "write"]

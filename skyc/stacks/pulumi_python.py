@@ -5,7 +5,8 @@ blocks as the provider SDK's typed ``*Args`` classes (so a misspelt nested key
 fails in Python instead of vanishing), references as attribute access
 (``vpc.id``), inputs from the stack's config, outputs through ``pulumi.export``.
 Pure and deterministic: the same stack always gives the same bytes. Nothing
-here imports pulumi.
+here imports pulumi. It writes the ``pulumi`` schema family's types
+(:data:`SCHEMA_FAMILY`): the SDKs' class paths.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from skyc.errors import EngineError, UnsupportedFeature
 from skyc.model.stack import Block, Ref, Resource, Stack, Var, check_references
 
-ENGINE = "pulumi"
+SCHEMA_FAMILY = "pulumi"
 PROGRAM_FILE = "__main__.py"
 PROJECT_FILE = "Pulumi.yaml"
 PROJECT = "skyc"
@@ -56,9 +57,9 @@ class _Writer:
         if isinstance(value, Var):
             return _identifier(value.name)
         if isinstance(value, Block):
-            if ENGINE not in value.args:
+            if SCHEMA_FAMILY not in value.args:
                 return self.value(value.values, depth)
-            return self.call(value.args[ENGINE], [], value.values, depth)
+            return self.call(value.args[SCHEMA_FAMILY], [], value.values, depth)
         if isinstance(value, dict):
             return self._dict(value, depth)
         if isinstance(value, list | tuple):
@@ -118,10 +119,10 @@ class _Writer:
     def resource(self, res: Resource) -> str:
         if res.commands:
             raise UnsupportedFeature(f"resource {res.key}: local commands need terraform")
-        renames = res.arg_names.get(ENGINE, {})
+        renames = res.arg_names.get(SCHEMA_FAMILY, {})
         kwargs = {renames.get(k, k): v for k, v in res.properties.items()}
         opts = self.options(res)
-        body = self.call(res.type_for(ENGINE), [json.dumps(res.key)], kwargs, 0,
+        body = self.call(res.type_for(SCHEMA_FAMILY), [json.dumps(res.key)], kwargs, 0,
                          [opts] if opts else None)
         return f"{self.names[res.key]} = {body}"
 
@@ -143,9 +144,9 @@ def program(stack: Stack) -> str:
             lines.append(f"{_identifier(name)} = {call}")
         sections.append("\n".join(lines))
     for name, provider in sorted(stack.providers.items()):
-        if ENGINE not in provider.types:
+        if SCHEMA_FAMILY not in provider.types:
             continue
-        body = writer.call(provider.types[ENGINE], [json.dumps(name)], provider.settings, 0)
+        body = writer.call(provider.types[SCHEMA_FAMILY], [json.dumps(name)], provider.settings, 0)
         sections.append(f"{_provider_var(name)} = {body}")
     for res in stack.resources:
         sections.append(writer.resource(res))

@@ -4,9 +4,16 @@ Each engine module holds its own files and binary: ``open_engine(workspace)``
 (an :class:`~skyc.stacks.engine.Engine`), ``files(stack) -> {name: text}`` (what
 its emitter writes), ``write(stack, workspace, values)`` (those files plus the
 input values, where the engine keeps them), ``unavailable()`` (why it cannot
-plan here, or None) and ``STACK_FILE`` (the file whose presence says a
-workspace holds a stack). Nothing outside this package names
+plan here, or None), ``STACK_FILE`` (the file whose presence says a
+workspace holds a stack) and ``SCHEMA_FAMILY``. Nothing outside this package names
 them.
+
+An engine's schema family (:func:`schema_family`) is the key under which a stack's
+resources and providers name their types for it (``Resource.types``): the engine's
+emitter looks types up by the family, not by the engine's name, so engines that
+read one schema share its types. OpenTofu reads Terraform's: it is driven by the
+terraform engine (which runs ``tofu`` when ``terraform`` is not installed, or the
+binary ``$SKYC_TERRAFORM`` names) and shares its family, ``terraform``.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ DEFAULT_ENGINE = "terraform"
 class EngineModule(Protocol):
     NAME: str
     STACK_FILE: str
+    SCHEMA_FAMILY: str
 
     def open_engine(self, workspace: Path) -> Engine: ...
 
@@ -51,6 +59,11 @@ def engine_module(name: str) -> EngineModule:
             f"engine: no engine named {name!r} (known: {', '.join(sorted(ENGINES))})"
         )
     return cast(EngineModule, importlib.import_module(ENGINES[name]))
+
+
+def schema_family(name: str) -> str:
+    """The schema family whose resource types the engine ``name`` reads."""
+    return engine_module(name).SCHEMA_FAMILY
 
 
 def open_engine(name: str, workspace: Path) -> Engine:

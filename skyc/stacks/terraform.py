@@ -1,6 +1,7 @@
 """The terraform engine: drives the ``terraform`` (or ``tofu``) binary in a workspace.
 
-Binary: ``$SKYC_TERRAFORM``, else ``terraform`` on PATH, else ``tofu``.
+Binary: ``$SKYC_TERRAFORM``, else ``terraform`` on PATH, else ``tofu``: OpenTofu is
+driven by this engine, and reads the stacks it writes (:data:`SCHEMA_FAMILY`).
 Providers: the user's CLI config (``~/.terraformrc``, ``TF_CLI_CONFIG_FILE``) is
 honoured; ``$SKYC_TF_PLUGIN_DIR`` adds ``-plugin-dir`` to ``init`` for offline
 provider mirrors. Every run's output is kept in ``<workspace>/logs/<time>-<op>.log``.
@@ -48,6 +49,7 @@ from skyc.stacks.terraform_output import (
 )
 
 NAME = "terraform"
+SCHEMA_FAMILY = terraform_json.SCHEMA_FAMILY
 _INIT_MARK = ".terraform/skyc-init.sha256"
 
 PLAN_FILE = "skyc.tfplan"

@@ -5,6 +5,9 @@ The only place that writes Terraform's syntax: ``${...}`` references, the
 ``moved`` blocks and the ``terraform`` block. The output is deterministic: keys sorted, resources
 keyed by type and name, a trailing newline. The same stack always gives the same
 bytes.
+
+It writes the ``terraform`` schema family's types (:data:`SCHEMA_FAMILY`), the ones
+every Terraform-compatible engine reads, OpenTofu's included.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from skyc.model.stack import (
     check_references,
 )
 
-ENGINE = "terraform"
+SCHEMA_FAMILY = "terraform"
 STACK_FILE = "main.tf.json"
 VARS_FILE = "terraform.tfvars.json"
 
@@ -45,7 +48,7 @@ def literal(text: str) -> str:
 
 def address(resource: Resource) -> str:
     """The resource's terraform address, e.g. ``aws_instance.node_0``."""
-    return f"{resource.type_for(ENGINE)}.{resource.name}"
+    return f"{resource.type_for(SCHEMA_FAMILY)}.{resource.name}"
 
 
 class _Renderer:
@@ -76,7 +79,7 @@ class _Renderer:
         return {"local-exec": body}
 
     def resource(self, res: Resource) -> dict[str, Any]:
-        renames = res.arg_names.get(ENGINE, {})
+        renames = res.arg_names.get(SCHEMA_FAMILY, {})
         body: dict[str, Any] = {
             literal(renames.get(k, k)): self.value(v) for k, v in res.properties.items()
         }
@@ -114,15 +117,15 @@ def to_terraform(stack: Stack) -> dict[str, Any]:
         }
     resources: dict[str, dict[str, Any]] = {}
     for res in stack.resources:
-        by_type = resources.setdefault(res.type_for(ENGINE), {})
+        by_type = resources.setdefault(res.type_for(SCHEMA_FAMILY), {})
         if res.name in by_type:
             raise EngineError(f"stack {stack.name}: duplicate resource {address(res)}")
         by_type[res.name] = render.resource(res)
     if resources:
         doc["resource"] = resources
     moved = sorted(
-        ({"from": r.formerly[ENGINE], "to": address(r)} for r in stack.resources
-         if ENGINE in r.formerly),
+        ({"from": r.formerly[SCHEMA_FAMILY], "to": address(r)} for r in stack.resources
+         if SCHEMA_FAMILY in r.formerly),
         key=lambda m: m["to"],
     )
     if moved:
@@ -137,7 +140,7 @@ def to_terraform(stack: Stack) -> dict[str, Any]:
 
 def _providers(stack: Stack) -> list[tuple[str, Provider]]:
     """(terraform provider name, provider), sorted."""
-    return sorted(((p.types.get(ENGINE, name), p) for name, p in stack.providers.items()),
+    return sorted(((p.types.get(SCHEMA_FAMILY, name), p) for name, p in stack.providers.items()),
                   key=lambda item: item[0])
 
 
