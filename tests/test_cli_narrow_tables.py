@@ -11,7 +11,7 @@ __all__ = ["home"]
 
 
 def _record(home: Path, status: str) -> None:
-    from skyc.jobs.records import JobSpecDoc
+    from skyc.model.managed_jobs import JobSpecDoc
     from skyc.state.database import StateDB
     from skyc.state.managed_jobs import ManagedJobStore
 

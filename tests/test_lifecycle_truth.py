@@ -64,7 +64,7 @@ def _no_terraform(runner: Skyc) -> None:
 def _record_managed_job(home: Path, cluster: str, status: str) -> int:
     """A managed job in the state database whose cluster is ``cluster`` (its
     controller is not needed to decide whether the cluster is the job's)."""
-    from skyc.jobs.records import JobSpecDoc
+    from skyc.model.managed_jobs import JobSpecDoc
     from skyc.state.database import StateDB
     from skyc.state.managed_jobs import ManagedJobStore
 

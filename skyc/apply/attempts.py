@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from skyc.apply.failover import Attempt
+from skyc.apply.infra import missing_credentials
 from skyc.apply.launch import make_plan, reviewed_next
 from skyc.apply.preflight import check_failover_placement
 from skyc.apply.provision import destroy_attempt, forget_attempts, provision
@@ -19,7 +20,6 @@ from skyc.compiler import choose_engine, target
 from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
 from skyc.model.plan import Placement
 from skyc.optimizer.blocked import Blocked
-from skyc.settings.infra import missing_credentials
 from skyc.stacks.workspace import cluster_workspace, has_stack
 
 if TYPE_CHECKING:

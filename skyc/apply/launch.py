@@ -36,7 +36,7 @@ from skyc.settings.config import SkycConfig, load_config
 from skyc.state.cluster_jobs import JobRecorder, interrupted
 
 if TYPE_CHECKING:
-    from skyc.jobs.records import ManagedJob
+    from skyc.model.managed_jobs import ManagedJob
     from skyc.model.nodes import ClusterInfo
     from skyc.runtime import JobSpec
     from skyc.runtime.autostop import AutostopPlan
@@ -129,8 +129,8 @@ def make_plan(
     config: SkycConfig | None = None,
 ) -> Plan:
     """Optimize the tasks over the catalog, with failed scopes blocked."""
+    from skyc.apply.infra import catalog_for
     from skyc.optimizer import optimize
-    from skyc.settings.infra import catalog_for
 
     config = config or load_config()
     catalog = catalog_for(config, tasks, infra=opts.infra, catalog_dir=opts.catalog_dir)
@@ -424,7 +424,7 @@ def _run(
 
 def managed_job_of(cluster: str, db: StateDB | None = None) -> ManagedJob | None:
     """The unfinished managed job whose cluster ``cluster`` is; None for any other."""
-    from skyc.jobs.controller import cluster_for
+    from skyc.model.managed_jobs import cluster_for
     from skyc.state.managed_jobs import ManagedJobStore
 
     match = _JOB_CLUSTER.match(cluster)
@@ -447,7 +447,7 @@ def check_not_managed(cluster: str, doing: str = "destroying", *, for_job: int |
     """Refuse to end a managed job's cluster from outside its controller: that would
     cancel the job with no recovery. ``for_job``: the job whose controller acts. A live
     service replica's cluster is refused too (its service takes it down)."""
-    from skyc.serve.ownership import check_not_replica
+    from skyc.state.service_claims import check_not_replica
 
     check_not_replica(cluster, doing)
     job = managed_job_of(cluster, db)
@@ -464,7 +464,7 @@ def check_not_managed(cluster: str, doing: str = "destroying", *, for_job: int |
 def skip_managed(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """``skyc down -a``: the clusters to destroy, and a note for each managed job's
     cluster and each service replica's left alone."""
-    from skyc.serve.ownership import skip_replicas
+    from skyc.state.service_claims import skip_replicas
 
     names, notes = skip_replicas(names)
     kept: list[str] = []
@@ -484,7 +484,7 @@ def end_cluster_jobs(name: str, *, for_job: int | None = None,
     process the jobs started (daemons too). Unreachable nodes are skipped. By node, the
     jobs ended. Refused on a managed job's cluster unless ``for_job`` is that job (its
     controller acting)."""
-    from skyc.model.nodes import recorded_cluster
+    from skyc.model.workspace import recorded_cluster
     from skyc.runtime import stop_all_jobs
 
     check_not_managed(name, for_job=for_job, db=db)

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from skyc.model.workspace import NAME, cluster_workspace
 from skyc.settings.home import skyc_home
 from skyc.stacks.registry import stack_engine
-from skyc.stacks.workspace import NAME, cluster_workspace
 
 if TYPE_CHECKING:
     from skyc.model.nodes import ClusterInfo
@@ -72,7 +72,7 @@ def adopt_workspace(db: StateDB, name: str, lock_timeout: float = 60.0) -> Clust
     stopped, INIT when it was never provisioned). ``skyc status --refresh`` then
     checks it against the engine and the nodes."""
     from skyc.errors import StateError
-    from skyc.model.nodes import recorded_cluster
+    from skyc.model.workspace import recorded_cluster
     from skyc.state.locks import cluster_lock
 
     workspace = cluster_workspace(name)

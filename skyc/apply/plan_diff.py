@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from skyc.apply.infra import PlanScope
     from skyc.apply.plan_policy import PolicyResult
     from skyc.apply.stack_diffs import StackEntry
     from skyc.catalog import Catalog
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from skyc.optimizer.pipeline_cost import RunCost
     from skyc.review.planfile import Artifacts
     from skyc.settings.config import SkycConfig
-    from skyc.settings.infra import PlanScope
     from skyc.task import Task
 
 
@@ -239,12 +239,12 @@ def place_tasks(paths: Sequence[Path], opts: PlanDiffOptions,
                 say: PlanProgress | None = None) -> PlacedPlan:
     """The tasks of ``paths`` placed by the optimizer over the infra in scope, within
     the policy's constraint, with what is said beside the plan; no engine runs."""
+    from skyc.apply.infra import catalog_for, plan_scope
     from skyc.apply.plan_policy import policy_constraint
     from skyc.optimizer import optimize as run_optimizer
     from skyc.optimizer.durations import task_duration
     from skyc.optimizer.pipeline_cost import run_cost
     from skyc.settings.config import load_config
-    from skyc.settings.infra import catalog_for, plan_scope
 
     tasks, files, files_of, parallel = _load(paths, opts, say or PlanProgress())
     names: list[str] = []
@@ -286,7 +286,7 @@ def _add_notes(placed: PlacedPlan, excluded: list[str]) -> None:
     """Each task's cluster, what apply would refuse, a cheaper disabled cloud and the
     notes' lines, into ``placed``."""
     from skyc.apply.preflight import apply_refusals
-    from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line, scope_lines
+    from skyc.apply.scope_notes import cheaper_elsewhere, cheaper_line, scope_lines
     from skyc.model.cluster_names import cluster_names_for
 
     opts, plan = placed.options, placed.plan

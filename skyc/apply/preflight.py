@@ -265,7 +265,7 @@ def plan_reshape(record: ClusterRecord | None, placement: Placement) -> Reshape 
     (or the cluster never came up)."""
     if record is None or record.launched_at is None:
         return None
-    from skyc.model.nodes import recorded_cluster
+    from skyc.model.workspace import recorded_cluster
 
     info = recorded_cluster(record.name)
     if info is None or not info.nodes:

@@ -4,7 +4,7 @@
 :func:`skyc.apply.plan_diff.plan_with_diff` with ``out``) saved: its placements, in
 its order, and only the changes its engine diff listed. A plan file whose inputs
 moved since (a task file, the config, the catalog, a stack, a cluster's state) is
-refused before anything is applied (:mod:`skyc.review.saved_apply`).
+refused before anything is applied (:mod:`skyc.apply.saved_apply`).
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def apply_saved_plan(
     """
     from skyc.apply.launch import LaunchOptions, launch
     from skyc.apply.plan_policy import policy_gate
+    from skyc.apply.saved_apply import launch_options, load_tasks_of
     from skyc.review.planfile import read
-    from skyc.review.saved_apply import launch_options, load_tasks_of
     from skyc.settings.config import load_config
 
     path = Path(path)

@@ -136,9 +136,9 @@ def plan_stacks(
     own check): it would only probe for them (instance metadata, the provider
     registry) and fail; the placement is still shown.
     """
+    from skyc.apply.infra import missing_credentials
     from skyc.compiler import choose_engine
     from skyc.errors import SkycError
-    from skyc.settings.infra import missing_credentials
 
     stacks = []
     for task, task_plan, cluster in zip(tasks, plan.tasks, names, strict=True):

@@ -97,11 +97,11 @@ def show_gpus(
     (optionally NAME:COUNT): one row per instance type; prices are $/hr/node.
     A price far below the same type's elsewhere is flagged as suspicious.
     """
+    from skyc.apply.infra import catalog_for
     from skyc.catalog import OfferQuery
     from skyc.errors import InfeasibleError
     from skyc.optimizer import parse_infra
     from skyc.settings.config import load_config
-    from skyc.settings.infra import catalog_for
 
     where = one_infra(infra)
     cloud, region, zone = parse_infra(where)

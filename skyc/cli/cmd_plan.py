@@ -300,9 +300,9 @@ def check(
     """Which infra skyc plans with, and why; what each Kubernetes context offers."""
     from rich.markup import escape
 
+    from skyc.apply.infra import check_infra
     from skyc.cli.output import safe
     from skyc.settings.config import load_config
-    from skyc.settings.infra import check_infra
 
     check_choice("--format", fmt, ("table", "json"))
     config = load_config()

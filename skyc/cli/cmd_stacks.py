@@ -46,11 +46,11 @@ def compile_cmd(
         help="terraform or pulumi (default: the config's, else the "
         "target's first)."),
 ) -> None:
+    from skyc.apply.infra import catalog_for, plan_scope
     from skyc.compiler import build_stack, choose_engine
     from skyc.model.cluster_names import cluster_names_for
     from skyc.optimizer import optimize
     from skyc.settings.config import load_config
-    from skyc.settings.infra import catalog_for, plan_scope
     from skyc.stacks import emit
     from skyc.task import load_tasks
 

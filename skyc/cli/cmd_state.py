@@ -36,8 +36,8 @@ def state_restore(
     from skyc.apply.orphans import orphan_workspaces
     from skyc.cli.cmd_status import print_orphans
     from skyc.errors import StateError
+    from skyc.settings.state_url import redacted_url, state_url
     from skyc.state.database import StateDB, backup_path, default_path, restore_state
-    from skyc.state.url import redacted_url, state_url
 
     shared = state_url()
     if shared is not None:
@@ -117,11 +117,11 @@ def state_migrate(
     from pathlib import Path
 
     from skyc.errors import ConfigError, StateError
+    from skyc.settings.state_url import check_setting, state_url
     from skyc.state.dbfile import default_path
     from skyc.state.pg_store import PostgresStore
     from skyc.state.sqlite_store import SqliteStore
     from skyc.state.transfer import copy_state
-    from skyc.state.url import check_setting, state_url
 
     url = check_setting(to, "--to") if to else state_url()
     if url is None:

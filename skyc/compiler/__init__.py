@@ -139,12 +139,12 @@ def build_stack(
     workspace: Path,
 ) -> Stack:
     """The cluster's stack. Reads only the owner recorded in ``workspace`` (see
-    :func:`skyc.stacks.workspace.cluster_owner`: a new cluster's is the config's), and
+    :func:`skyc.model.workspace.cluster_owner`: a new cluster's is the config's), and
     writes nothing on disk. The stack's ``labels`` hold the owner for
     :func:`workspace_values` to record."""
     from skyc.compiler.base import BuildRequest, check_supported
     from skyc.model.owner import OWNER_LABEL, owner
-    from skyc.stacks.workspace import check_cluster_name, cluster_owner
+    from skyc.model.workspace import check_cluster_name, cluster_owner
 
     check_cluster_name(cluster)
     check_supported(capabilities(placement.cloud), placement, candidate)
@@ -161,7 +161,7 @@ def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
     """Values of the stack's input variables; may create files (the cluster's SSH key),
     and records the cluster's owner (from the stack's labels) the first time."""
     from skyc.model.owner import OWNER_LABEL
-    from skyc.stacks.workspace import record_owner
+    from skyc.model.workspace import record_owner
 
     who = stack.labels.get(OWNER_LABEL)
     if who:

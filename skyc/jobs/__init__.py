@@ -11,8 +11,8 @@ loss; the cluster is torn down when the job ends, whatever the outcome.
 from __future__ import annotations
 
 from skyc.jobs.controller import supervise
-from skyc.jobs.records import MANAGED_STATUSES, TERMINAL, ManagedJob, Recovery
 from skyc.jobs.submit import cancel, launch, stream_logs
+from skyc.model.managed_jobs import MANAGED_STATUSES, TERMINAL, ManagedJob, Recovery
 from skyc.state.managed_jobs import ManagedJobStore
 
 __all__ = [

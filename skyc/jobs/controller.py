@@ -42,7 +42,7 @@ from skyc.errors import (
 )
 from skyc.jobs.lease import Lease, holder_gone
 from skyc.jobs.probe import Verdict, probe
-from skyc.jobs.records import ManagedJob, ManagedStatus
+from skyc.model.managed_jobs import ManagedJob, ManagedStatus, cluster_for
 from skyc.state.managed_jobs import ManagedJobStore
 
 if TYPE_CHECKING:
@@ -75,12 +75,6 @@ def managed_logs_root() -> Path:
 
 def managed_log_dir(job_id: int) -> Path:
     return managed_logs_root() / str(job_id)
-
-
-def cluster_for(job: ManagedJob, task_index: int) -> str:
-    """The job's cluster for one of its tasks: fixed by the job, so a restarted
-    controller finds it again instead of making another."""
-    return f"skyc-job-{job.id}" + (f"-{task_index}" if job.num_tasks > 1 else "")
 
 
 def task_id(job: ManagedJob, task_index: int) -> str:
@@ -336,7 +330,7 @@ class Controller:
     def _resume(self, cluster: str) -> tuple[ClusterInfo | None, int | None, int | None]:
         """What a controller before this one left: the cluster, its open attempt, the
         run on it (None for each that is not there)."""
-        from skyc.model.nodes import recorded_cluster
+        from skyc.model.workspace import recorded_cluster
 
         job = self.job
         if job.cluster != cluster:

@@ -86,7 +86,7 @@ def controller_task(settings: JobsControllerConfig) -> Task:
 
 def recorded_info(name: str) -> ClusterInfo | None:
     """The cluster's nodes as its last apply recorded them; None when it is not up."""
-    from skyc.model.nodes import recorded_cluster
+    from skyc.model.workspace import recorded_cluster
     from skyc.state.database import StateDB
 
     with StateDB() as db:

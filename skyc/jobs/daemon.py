@@ -29,7 +29,7 @@ from typing import IO, Any, TextIO
 from skyc.errors import AlreadyRunning, LeaseHeld, SkycError
 from skyc.jobs import handoff
 from skyc.jobs.controller import managed_log_dir, managed_logs_root, poll_interval
-from skyc.jobs.records import ManagedJob
+from skyc.model.managed_jobs import ManagedJob
 from skyc.state.managed_jobs import ManagedJobStore
 
 LOCK_NAME = "controller.lock"

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 
 from skyc.errors import LeaseHeld, SkycError
-from skyc.jobs.records import ManagedJob
+from skyc.model.managed_jobs import ManagedJob
 from skyc.state.managed_jobs import ManagedJobStore
 
 DEFAULT_TTL_S = 30.0

@@ -176,8 +176,8 @@ class RemoteController:
                                     info: ClusterInfo) -> None:
         """A job planned onto a cloud the controller's node has no credentials for (its
         ``skyc check`` says) is refused now, not when its controller applies."""
+        from skyc.apply.infra import clouds
         from skyc.apply.launch import LaunchOptions, make_plan
-        from skyc.settings.infra import clouds
 
         plan = make_plan(list(tasks), LaunchOptions(), config=config)
         # Only the clouds need credentials (local and SSH pools need none).
@@ -266,7 +266,7 @@ def check_destroy(names: Sequence[str], *, purge: bool = False) -> None:
     """Refuse to destroy the controller cluster while it supervises unfinished jobs
     (their clusters would be left running with nobody to end them), or while it does
     not answer, unless ``purge``: then its jobs' state is lost with it."""
-    from skyc.jobs.records import TERMINAL
+    from skyc.model.managed_jobs import TERMINAL
     from skyc.settings.config import JobsControllerConfig, load_config
 
     name = controller_cluster_name()

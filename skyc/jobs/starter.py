@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping
 
 from skyc.errors import StateError
 from skyc.jobs import handoff
-from skyc.jobs.records import ManagedJob
+from skyc.model.managed_jobs import ManagedJob
 from skyc.state.managed_jobs import ManagedJobStore
 
 HANDOFF_TIMEOUT_S = 60.0

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from skyc.errors import ConfigError, SkycError
 from skyc.jobs.controller import managed_log_dir
 from skyc.jobs.lease import controller_alive
-from skyc.jobs.records import JobSpecDoc, ManagedJob, Recovery
+from skyc.model.managed_jobs import JobSpecDoc, ManagedJob, Recovery
 from skyc.state.managed_jobs import ManagedJobStore
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def stream_logs(job_id: int, follow: bool, on_output: Callable[[bytes], None],
 
 
 def _live_run(store: ManagedJobStore, job: ManagedJob) -> tuple[ClusterInfo, int, str] | None:
-    from skyc.model.nodes import recorded_cluster
+    from skyc.model.workspace import recorded_cluster
 
     if job.done or job.status != "RUNNING" or job.cluster is None or job.cluster_job is None:
         return None

@@ -47,17 +47,3 @@ class ClusterInfo(BaseModel):
 
 # In a cluster's workspace once it is provisioned (written by skyc.apply.provision).
 CLUSTER_FILE = "cluster.json"
-
-
-def recorded_cluster(name: str) -> ClusterInfo | None:
-    """The cluster's nodes as its last apply recorded them; None when there is no
-    readable record (never provisioned, or already gone)."""
-    from pydantic import ValidationError
-
-    from skyc.stacks.workspace import cluster_workspace
-
-    try:
-        return ClusterInfo.model_validate_json(
-            (cluster_workspace(name) / CLUSTER_FILE).read_text())
-    except (OSError, ValidationError):
-        return None

@@ -2,7 +2,7 @@
 
 The owner is the config's ``user:``, else ``user@host`` (the login name and the short
 host name). It is recorded with a cluster when the cluster is created and fixed for
-its life (:mod:`skyc.stacks.workspace`); its hash (:func:`owner_hash`, four hex
+its life (:mod:`skyc.model.workspace`); its hash (:func:`owner_hash`, four hex
 digits as SkyPilot's ``make_cluster_name_on_cloud`` adds) goes into every name the
 cluster's stack gives a cloud resource, so people sharing an account or a project
 never collide, and every resource is labelled with the owner itself.

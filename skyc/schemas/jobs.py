@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from skyc.jobs.records import ManagedStatus, Strategy
+from skyc.model.managed_jobs import ManagedStatus, Strategy
 from skyc.schemas import versions
 from skyc.schemas.base import Document
 

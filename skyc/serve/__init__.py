@@ -5,7 +5,7 @@
     down(name, progress)                                                  (skyc serve down)
     status_document(names)                                                (skyc serve status)
     skyc.serve.daemon.serve(name)     the controller process of one service
-    skyc.serve.ownership              which service a cluster is a replica of
+    skyc.state.service_claims         which service a cluster is a replica of
 
 In this version replicas run on ``local``: each is a cluster of this machine, its
 processes listening on their own port (``$SKYC_SERVE_PORT``). Each service's

@@ -67,7 +67,7 @@ def service_doc(store: ServeStore, service: Service, now: float | None = None) -
 def status_document(names: list[str]) -> dict[str, Any]:
     """Every service (or those named; an unknown name is a ConfigError)."""
     from skyc.serve.service import require
-    from skyc.serve.store import db_path
+    from skyc.state.service_claims import db_path
 
     if not db_path().exists() and not names:
         return {"format_version": FORMAT_VERSION, "services": []}

@@ -45,7 +45,7 @@ def controller_log(name: str, follow: bool, write: Write) -> None:
 def replica_log(name: str, replica: int, follow: bool, write: Write) -> None:
     """How the replica was launched, then its run's output: from its node while it has
     one, else as kept when it was torn down."""
-    from skyc.model.nodes import recorded_cluster
+    from skyc.model.workspace import recorded_cluster
     from skyc.runtime import tail_logs
     from skyc.serve.service import require
 

@@ -15,6 +15,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from skyc.errors import ConfigError, SkycError
+from skyc.state.service_claims import serve_root as serve_root
 
 # As SkyPilot's: lower-case letters, digits and '-', starting with a letter (replica
 # clusters are named ``<service>-<id>``, and cluster names become cloud resource names).
@@ -25,12 +26,6 @@ HOST = "127.0.0.1"
 # connection holds one.
 ENDPOINT_PORTS = range(30001, 31000)
 REPLICA_PORTS = range(20001, 30000)
-
-
-def serve_root() -> Path:
-    from skyc.settings.home import skyc_home
-
-    return skyc_home() / "serve"
 
 
 def service_dir(name: str) -> Path:

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-LIVE = ("PROVISIONING", "STARTING", "READY", "NOT_READY")
+from skyc.state.service_claims import LIVE
+
 FAILED = ("FAILED", "FAILED_PROVISION", "FAILED_INITIAL_DELAY", "FAILED_PROBING")
 
 

@@ -125,7 +125,7 @@ def run_ended(cluster: str, job_id: int) -> str | None:
     """Why the replica's run no longer goes (its processes ended or were killed, its
     node is gone); None while it runs."""
     from skyc.jobs.probe import probe
-    from skyc.model.nodes import recorded_cluster
+    from skyc.model.workspace import recorded_cluster
 
     info = recorded_cluster(cluster)
     if info is None:
@@ -137,7 +137,7 @@ def run_ended(cluster: str, job_id: int) -> str | None:
 def keep_log(service: str, replica: int, cluster: str, job_id: int | None) -> list[str]:
     """Save the replica's run output under the service's directory (its cluster is
     about to go); its last lines."""
-    from skyc.model.nodes import recorded_cluster
+    from skyc.model.workspace import recorded_cluster
     from skyc.runtime import tail_logs
 
     info = recorded_cluster(cluster)

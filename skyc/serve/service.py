@@ -36,7 +36,8 @@ from skyc.serve.names import (
 from skyc.serve.records import Replica, Service
 from skyc.serve.rollout import MODES
 from skyc.serve.spec import ServiceConfig, check_local, service_config
-from skyc.serve.store import ServeStore, db_path
+from skyc.serve.store import ServeStore
+from skyc.state.service_claims import db_path
 
 TASK_COPY = "task.yaml"
 TASK_VERSION = "task-v{version}.yaml"   # the task of each version after the first

@@ -69,7 +69,8 @@ def _tail(name: str) -> str:
 def revive() -> Iterator[tuple[str, int | SkycError]]:
     """Start the controller of every service that is not being taken down and has
     none running: (service, its pid, or why it did not start) for each."""
-    from skyc.serve.store import ServeStore, db_path
+    from skyc.serve.store import ServeStore
+    from skyc.state.service_claims import db_path
 
     if not db_path().exists():
         return

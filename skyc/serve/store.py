@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from skyc.errors import StateError
-from skyc.serve.names import serve_root
 from skyc.serve.records import Decision, Replica, Service
+from skyc.state.service_claims import db_path
 
-DB_NAME = "services.db"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS services (
   name TEXT PRIMARY KEY, status TEXT NOT NULL, created_at REAL NOT NULL,
@@ -45,10 +44,6 @@ _JSON = ("envs", "config", "log_tail")
 _ADDED = (("services", "version", "INTEGER NOT NULL DEFAULT 1"),
           ("services", "update_mode", "TEXT"),
           ("replicas", "version", "INTEGER NOT NULL DEFAULT 1"))
-
-
-def db_path() -> Path:
-    return serve_root() / DB_NAME
 
 
 def _encode(record: Any) -> dict[str, Any]:

@@ -152,13 +152,13 @@ class SkycConfig(_Model):
     engine: EngineName | dict[str, EngineName] | None = None
     pulumi: PulumiConfig = _section(PulumiConfig)
     policy: str | None = None  # a policy file's path (skyc.review.policy)
-    state: str | None = None  # "sqlite" (the default) or postgresql://... (skyc.state.url)
+    state: str | None = None  # "sqlite" (the default) or postgresql://... (skyc.settings.state_url)
 
     @field_validator("state")
     @classmethod
     def _state_url(cls, value: str | None) -> str | None:
         if value is not None:
-            from skyc.state.url import check_setting
+            from skyc.settings.state_url import check_setting
 
             try:
                 check_setting(value, "state")

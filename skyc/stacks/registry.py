@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from skyc.errors import UnsupportedFeature
+from skyc.model.workspace import ENGINE_FILE
 
 if TYPE_CHECKING:  # finding a workspace's engine loads neither
     from skyc.model.stack import Stack
@@ -32,8 +33,6 @@ ENGINES: dict[str, str] = {
     "terraform": "skyc.stacks.terraform",
     "pulumi": "skyc.stacks.pulumi_engine",
 }
-# Which engine a workspace's stack was written for.
-ENGINE_FILE = ".skyc-engine"
 DEFAULT_ENGINE = "terraform"
 
 

@@ -6,14 +6,37 @@ record their jobs without importing provisioning and failover.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from skyc.errors import SkycError
 
 if TYPE_CHECKING:
-    from skyc.runtime import JobResult
     from skyc.state.database import StateDB
+
+
+class NodeOutcome(Protocol):
+    @property
+    def node(self) -> str: ...
+
+    @property
+    def exit_code(self) -> int | None: ...
+
+
+class JobResult(Protocol):
+    """What the state keeps of a job's result (the runtime's ``JobResult``)."""
+
+    @property
+    def job_id(self) -> int: ...
+
+    @property
+    def log_dir(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def nodes(self) -> Sequence[NodeOutcome]: ...
 
 
 class JobRecorder:

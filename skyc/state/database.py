@@ -1,6 +1,6 @@
 """The state: clusters, their jobs and their event trail, in ``$SKYC_HOME/state.db``
 (sqlite, the default) or in a team's PostgreSQL database (``state:`` in the config, or
-``SKYC_STATE_URL``: :mod:`skyc.state.url`). :class:`StateDB` writes its SQL once; the
+``SKYC_STATE_URL``: :mod:`skyc.settings.state_url`). :class:`StateDB` writes its SQL once; the
 store under it (:mod:`skyc.state.sqlite_store`, :mod:`skyc.state.pg_store`) says it in
 its dialect (:mod:`skyc.state.dialect`).
 
@@ -72,7 +72,7 @@ def open_store(path: Path | None = None, url: str | None = None) -> Store:
     state this user configured (``SKYC_STATE_URL``, the config's ``state:``, else
     ``$SKYC_HOME/state.db``)."""
     if path is None and url is None:
-        from skyc.state.url import state_url
+        from skyc.settings.state_url import state_url
 
         url = state_url()
     if url is not None:
@@ -92,7 +92,7 @@ def existing_state() -> StateDB | None:
     """The state this user configured when there is one to read: the PostgreSQL
     database it names, else ``$SKYC_HOME/state.db`` when that file exists (None when it
     does not: a reader, such as plan, never creates it)."""
-    from skyc.state.url import state_url
+    from skyc.settings.state_url import state_url
 
     url = state_url()
     if url is not None:

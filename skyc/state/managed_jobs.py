@@ -18,7 +18,7 @@ from skyc.state.records import dump_payload, load_payload
 
 if TYPE_CHECKING:
     # Imported where used: skyc.jobs (its package) imports this module.
-    from skyc.jobs.records import (
+    from skyc.model.managed_jobs import (
         AttemptRecord,
         JobSpecDoc,
         ManagedJob,
@@ -79,7 +79,7 @@ class ManagedJobStore:
     def set_status(self, job_id: int, status: ManagedStatus, message: str,
                    data: dict[str, Any] | None = None, **changes: Any) -> None:
         """Enter ``status``: one trail event (when, where, why) and the job's row."""
-        from skyc.jobs.records import MANAGED_STATUSES
+        from skyc.model.managed_jobs import MANAGED_STATUSES
 
         if status not in MANAGED_STATUSES:
             raise StateError(f"invalid managed job status {status!r}")
@@ -160,13 +160,13 @@ class ManagedJobStore:
 
 
 def attempt_from_row(row: Mapping[str, Any]) -> AttemptRecord:
-    from skyc.jobs.records import AttemptRecord
+    from skyc.model.managed_jobs import AttemptRecord
 
     return AttemptRecord(**dict(row))
 
 
 def trail_from_row(row: Mapping[str, Any]) -> TrailEvent:
-    from skyc.jobs.records import TrailEvent
+    from skyc.model.managed_jobs import TrailEvent
 
     return TrailEvent(id=row["id"], job=row["job"], ts=row["ts"], status=row["status"],
                       message=row["message"],
@@ -174,7 +174,7 @@ def trail_from_row(row: Mapping[str, Any]) -> TrailEvent:
 
 
 def job_from_row(row: Mapping[str, Any]) -> ManagedJob:
-    from skyc.jobs.records import JobSpecDoc, ManagedJob
+    from skyc.model.managed_jobs import JobSpecDoc, ManagedJob
 
     doc = dict(row)
     doc["spec"] = JobSpecDoc.model_validate(

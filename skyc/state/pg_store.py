@@ -10,7 +10,7 @@ at once make its tables once. A connection that the server dropped is made again
 next use (a read is tried once more on it; a write is not: it was not recorded).
 
 Every failure of the server or the network is a :class:`~skyc.errors.StateError`
-naming the database by :func:`~skyc.state.url.redacted_url` (never its password),
+naming the database by :func:`~skyc.settings.state_url.redacted_url` (never its password),
 with the way out.
 """
 
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skyc.errors import StateError
+from skyc.settings.state_url import redacted_url, scrub
 from skyc.state.dialect import POSTGRES, Dialect, Row, split_statements
 from skyc.state.migrations import MIGRATIONS, SCHEMA_VERSION, newer_schema_error
-from skyc.state.url import redacted_url, scrub
 
 if TYPE_CHECKING:
     import psycopg

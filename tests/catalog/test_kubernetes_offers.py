@@ -357,7 +357,7 @@ LAB = ("kubernetes:\n  contexts:\n    lab:\n      pools:\n"
 
 def test_infra_k8s_plans_with_the_contexts_offers(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from skyc.settings.infra import catalog_for
+    from skyc.apply.infra import catalog_for
 
     _home(tmp_path, monkeypatch, LAB)
     config = load_config()
@@ -376,7 +376,7 @@ def test_infra_k8s_plans_with_the_contexts_offers(tmp_path: Path,
 def test_infra_k8s_with_no_offers_says_how_to_get_some(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No context read and no pools in the config: the verdict is the target's own hint."""
-    from skyc.settings.infra import catalog_for
+    from skyc.apply.infra import catalog_for
 
     (tmp_path / "skyc").mkdir()
     monkeypatch.setenv("SKYC_HOME", str(tmp_path / "skyc"))
@@ -395,7 +395,7 @@ def test_prefer_makes_a_task_without_infra_choose_the_cluster(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The lab's chargeback ($72/h for A100:8) is dearer than AWS; prefer: true still
     picks it, and without prefer cost decides."""
-    from skyc.settings.infra import catalog_for
+    from skyc.apply.infra import catalog_for
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
@@ -416,8 +416,8 @@ def test_check_says_what_each_context_offers(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
+    from skyc.apply.infra import check_infra
     from skyc.cli import app
-    from skyc.settings.infra import check_infra
 
     env = _home(tmp_path, monkeypatch, LAB + "    never:\n      namespace: x\n")
     status = {s.name: s for s in check_infra(load_config(), env=env, home=tmp_path)}

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from skyc.apply.infra import check_infra, enabled_infra
 from skyc.catalog import OfferQuery, load_catalog, local_offers, ssh_offers
 from skyc.catalog.egress import egress_cost, egress_seconds, internet_egress_cost
 from skyc.errors import ConfigError
 from skyc.settings.config import SkycConfig, SshPool
-from skyc.settings.infra import check_infra, enabled_infra
 
 
 def test_local_offer_describes_this_machine(monkeypatch: pytest.MonkeyPatch,

@@ -27,9 +27,10 @@ from skyc.compiler.kubernetes import manifest
 from skyc.errors import ConfigError
 from skyc.model.owner import default_owner, owner, owner_hash
 from skyc.model.stack import Block
+from skyc.model.workspace import ENGINE_FILE
 from skyc.settings.config import SkycConfig
 from skyc.stacks import Stack, emit
-from skyc.stacks.registry import ENGINE_FILE, write_stack
+from skyc.stacks.registry import write_stack
 from skyc.stacks.workspace import OWNER_FILE, recorded_owner
 from tests.compiler.golden import ROOT, load
 

@@ -21,7 +21,7 @@ import pytest
 
 import skyc.state.dbfile
 from skyc.jobs.lease import Lease
-from skyc.jobs.records import JobSpecDoc
+from skyc.model.managed_jobs import JobSpecDoc
 from skyc.state.managed_jobs import ManagedJobStore
 
 

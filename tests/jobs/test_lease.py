@@ -10,7 +10,7 @@ import pytest
 
 from skyc.errors import LeaseHeld, StateError
 from skyc.jobs.lease import Lease
-from skyc.jobs.records import JobSpecDoc
+from skyc.model.managed_jobs import JobSpecDoc
 from skyc.state.database import StateDB
 from skyc.state.managed_jobs import ManagedJobStore
 

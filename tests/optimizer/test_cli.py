@@ -202,10 +202,10 @@ def test_output_to_a_pipe_is_never_wrapped(tmp_path: Path, home: Path) -> None:
 
 
 def test_a_cheaper_disabled_cloud_is_named(tmp_path: Path) -> None:
-    from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line
+    from skyc.apply.infra import PlanScope, catalog_for
+    from skyc.apply.scope_notes import cheaper_elsewhere, cheaper_line
     from skyc.optimizer import optimize
     from skyc.settings.config import SkycConfig
-    from skyc.settings.infra import PlanScope, catalog_for
     from skyc.task import load_tasks
 
     t = task(tmp_path, "resources:\n  accelerators: A100:8\nrun: echo\n")

@@ -70,8 +70,8 @@ def test_case(path: Path) -> None:
 
 def test_ssh_pool_and_local_through_catalog_for(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from skyc.apply.infra import catalog_for
     from skyc.settings.config import SkycConfig, SshPool
-    from skyc.settings.infra import catalog_for
 
     monkeypatch.setenv("HOME", str(tmp_path))  # no cloud credentials
     for var in ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "GOOGLE_APPLICATION_CREDENTIALS",

@@ -75,8 +75,8 @@ def test_reservations_are_read_from_the_config_file(tmp_path: Path,
 
 
 def test_the_catalog_a_plan_uses_takes_the_reservations_of_the_config_it_is_given() -> None:
+    from skyc.apply.infra import catalog_for
     from skyc.settings.config import SkycConfig
-    from skyc.settings.infra import catalog_for
 
     config = SkycConfig.model_validate({"infra": ["gcp"], "gcp": {"reservations": ["r1"]}})
     held = _plan(catalog_for(config), H200).tasks[0]

@@ -123,11 +123,11 @@ def test_cost_section_without_a_peak_adds_every_cluster(tmp_path: Path,
 @pytest.mark.parametrize("eval_meta", ["_metadata: {skyc: {duration: 30m}}\n", ""])
 def test_a_cheaper_disabled_cloud_for_a_pipeline_compares_whole_runs(
         tmp_path: Path, eval_meta: str) -> None:
-    from skyc.cli.scope_notes import cheaper_elsewhere, cheaper_line
+    from skyc.apply.infra import PlanScope, catalog_for
+    from skyc.apply.scope_notes import cheaper_elsewhere, cheaper_line
     from skyc.optimizer.durations import task_duration
     from skyc.optimizer.pipeline_cost import run_cost
     from skyc.settings.config import SkycConfig
-    from skyc.settings.infra import PlanScope, catalog_for
 
     path = tmp_path / "a100.yaml"
     path.write_text(

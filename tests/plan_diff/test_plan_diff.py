@@ -185,10 +185,10 @@ def test_an_existing_cluster_is_diffed_where_it_is(
 ) -> None:
     """The diff is for the placement `skyc apply` would use: a cluster that is up
     stays in its region and zone even when the cheapest offer is now elsewhere."""
+    from skyc.apply.infra import catalog_for
     from skyc.apply.stack_diffs import diff_placement as _diff_placement
     from skyc.optimizer import optimize
     from skyc.settings.config import SkycConfig
-    from skyc.settings.infra import catalog_for
     from skyc.state.database import StateDB
     from skyc.task import load_tasks
     from tests.optimizer.helpers import SMALL_CATALOG

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from skyc.errors import SkycError
-from skyc.serve.ownership import check_not_replica, replica_of, skip_replicas
 from skyc.serve.records import Replica, Service
 from skyc.serve.store import ServeStore
+from skyc.state.service_claims import check_not_replica, replica_of, skip_replicas
 
 
 @pytest.fixture

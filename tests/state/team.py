@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from skyc.jobs.records import JobSpecDoc, ManagedStatus
+from skyc.model.managed_jobs import JobSpecDoc, ManagedStatus
 from skyc.model.nodes import ClusterInfo, Node
 from skyc.state.database import ClusterRecord, StateDB
 from skyc.state.managed_jobs import ManagedJobStore

@@ -9,7 +9,7 @@ import pytest
 
 from skyc.errors import LeaseHeld, StateError
 from skyc.jobs.lease import Lease
-from skyc.jobs.records import JobSpecDoc, Recovery
+from skyc.model.managed_jobs import JobSpecDoc, Recovery
 from skyc.state.managed_jobs import ManagedJobStore
 from tests.state.conftest import StateKind
 

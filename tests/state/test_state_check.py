@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skyc.jobs.records import JobSpecDoc
+from skyc.model.managed_jobs import JobSpecDoc
 from skyc.state.database import ClusterRecord
 from skyc.state.managed_jobs import ManagedJobStore
 from skyc.state.migrations import SCHEMA_VERSION

@@ -16,8 +16,8 @@ import pytest
 
 from skyc.errors import ConfigError, StateError
 from skyc.settings.config import load_config
+from skyc.settings.state_url import check_setting, redacted_url, scrub
 from skyc.state.database import ClusterRecord, StateDB
-from skyc.state.url import check_setting, redacted_url, scrub
 from tests.state.team import ROOT, ok, skyc
 from tests.support.postgres import PASSWORD, PostgresServer, _free_port
 

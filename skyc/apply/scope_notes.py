@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from skyc.apply.infra import PlanScope
     from skyc.model.plan import Plan
     from skyc.settings.config import SkycConfig
-    from skyc.settings.infra import PlanScope
 
 
 def scope_lines(scope: PlanScope) -> list[str]:
@@ -33,9 +33,9 @@ def cheaper_elsewhere(tasks: Sequence[Any], plan: Plan, scope: PlanScope, config
     if not scope.disabled or target != "cost":
         return None
 
+    from skyc.apply.infra import catalog_for, missing_credentials
     from skyc.errors import SkycError
     from skyc.optimizer import optimize
-    from skyc.settings.infra import catalog_for, missing_credentials
 
     other_scope = scope._replace(names=frozenset(scope.disabled))
     try:

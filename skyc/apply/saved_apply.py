@@ -40,8 +40,8 @@ def load_tasks_of(saved: SavedPlan, secrets: dict[str, str | None]) -> list[Task
 
 def moved_inputs(saved: SavedPlan, tasks: list[Task], config: SkycConfig) -> list[str]:
     """What changed since the plan, one phrase each (empty: nothing)."""
+    from skyc.apply.infra import catalog_for
     from skyc.optimizer import optimize
-    from skyc.settings.infra import catalog_for
 
     moved = []
     for file, digest in sorted(saved.inputs.task_files.items()):

@@ -1,5 +1,9 @@
 """Which service a cluster serves as a replica, for the commands that would end it.
 
+Where the services' own state lives (``$SKYC_HOME/serve/services.db``, written by
+:mod:`skyc.serve.store`) and which replica statuses are live are said here, so that
+apply, which refuses to end a replica's cluster, needs nothing of the serve package.
+
 A live replica's cluster belongs to its service: ``skyc down`` (or stop) of it would
 take the replica out from under its controller, which would launch another. These
 read ``services.db`` directly (sqlite only, nothing else imported) and cost nothing
@@ -11,15 +15,27 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 
 from skyc.errors import SkycError
-from skyc.serve.records import LIVE
+from skyc.settings.home import skyc_home
+
+# The statuses of a replica whose cluster its service still owns.
+LIVE = ("PROVISIONING", "STARTING", "READY", "NOT_READY")
+DB_NAME = "services.db"
+
+
+def serve_root() -> Path:
+    """Where the services keep their state, logs and controllers' files."""
+    return skyc_home() / "serve"
+
+
+def db_path() -> Path:
+    return serve_root() / DB_NAME
 
 
 def replica_of(cluster: str) -> tuple[str, int] | None:
     """(service, replica id) of the live replica whose cluster ``cluster`` is."""
-    from skyc.serve.store import db_path
-
     path = db_path()
     if not path.exists():
         return None

@@ -93,3 +93,9 @@ class TrailEvent(_Model):
     status: str
     message: str
     data: dict[str, Any] | None = None
+
+
+def cluster_for(job: ManagedJob, task_index: int) -> str:
+    """The job's cluster for one of its tasks: fixed by the job, so a restarted
+    controller finds it again instead of making another."""
+    return f"skyc-job-{job.id}" + (f"-{task_index}" if job.num_tasks > 1 else "")
