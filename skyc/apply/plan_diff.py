@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from skyc.apply.infra import PlanScope
     from skyc.apply.plan_policy import PolicyResult
+    from skyc.apply.service_cost import ServiceCost
     from skyc.apply.stack_diffs import StackEntry
     from skyc.catalog import Catalog
     from skyc.model.plan import Plan
@@ -66,6 +67,8 @@ class PlacedPlan:
     notes: list[str]
     refusals: list[str]  # what apply would refuse of this plan (also in ``notes``)
     cheaper: dict[str, Any] | None  # a disabled cloud that would be cheaper
+    # Each service task's replicas and their cost range (also a line in ``notes``).
+    services: list[ServiceCost] = field(default_factory=list)
 
 
 @dataclass
@@ -101,7 +104,9 @@ class PlanResult:
         notes = {k: v for k, v in (("plan_only", list(scope.plan_only)),
                                    ("skipped", list(scope.skipped)),
                                    ("cheaper_elsewhere", placed.cheaper),
-                                   ("apply_refusals", placed.refusals)) if v}
+                                   ("apply_refusals", placed.refusals),
+                                   ("services", [c.document() for c in placed.services]))
+                 if v}
         doc = plan_document(placed.plan, self.stacks, notes, placed.run_cost)
         return add_review(doc, placed.clusters, placed.options.hours, self.policy)
 
@@ -287,6 +292,7 @@ def _add_notes(placed: PlacedPlan, excluded: list[str]) -> None:
     notes' lines, into ``placed``."""
     from skyc.apply.preflight import apply_refusals
     from skyc.apply.scope_notes import cheaper_elsewhere, cheaper_line, scope_lines
+    from skyc.apply.service_cost import service_costs
     from skyc.model.cluster_names import cluster_names_for
 
     opts, plan = placed.options, placed.plan
@@ -294,6 +300,8 @@ def _add_notes(placed: PlacedPlan, excluded: list[str]) -> None:
     placed.clusters = placed.clusters or cluster_names_for(placed.tasks, opts.cluster)
     placed.refusals = apply_refusals(placed.tasks, plan, placed.clusters)
     lines += placed.refusals
+    placed.services = service_costs(placed.tasks, plan, placed.catalog)
+    lines += [cost.line() for cost in placed.services]
     placed.cheaper = cheaper_elsewhere(placed.tasks, plan, placed.scope, placed.config,
                                        infra=opts.infra, catalog_dir=opts.catalog_dir,
                                        target=opts.optimize, parallel=placed.parallel)

@@ -76,11 +76,28 @@ class CheaperElsewhere(Document):
     this_plan_cost: float | None = None
 
 
+class ServiceCost(Document):
+    """A service task's replicas and what they cost per hour, from the fewest to the
+    most it may run (``hourly_high`` null when an on-demand price it needs is unknown)."""
+
+    task: str
+    min_replicas: int
+    max_replicas: int
+    ondemand_base: int = Field(description="replicas of a spot service always on demand")
+    dynamic_ondemand_fallback: bool
+    replica_hourly: float = Field(description="USD/hour of one replica as planned")
+    replica_ondemand_hourly: float | None
+    hourly_low: float
+    hourly_high: float | None
+    controller: str = Field(description="where the controller and load balancer run")
+
+
 class Notes(Document):
     plan_only: list[str] | None = None
     skipped: list[str] | None = None
     cheaper_elsewhere: CheaperElsewhere | None = None
     apply_refusals: list[str] | None = None
+    services: list[ServiceCost] | None = Field(default=None, description="since 2.2")
 
 
 class Money(Document):

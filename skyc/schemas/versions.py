@@ -15,8 +15,9 @@ from typing import Literal, get_args
 # ``hourly_cost``, ``hourly_cost_total`` and ``cost.total.after`` are the peak (the
 # dearest step), no longer the steps' sum; added ``peak_tasks``, ``objective``,
 # ``cost.total.basis`` and ``at_once``. 2.1 added ``peak_accelerator_tasks`` (what GPU
-# quotas count: a pipeline's largest step).
-PlanVersion = Literal["2.1"]
+# quotas count: a pipeline's largest step). 2.2 added ``notes.services`` (a service
+# task's replicas and their cost range).
+PlanVersion = Literal["2.2"]
 PLAN: str = get_args(PlanVersion)[0]
 # ``skyc status --format json``: 1.1 added ``orphans`` (cluster workspaces the state
 # has no record of); 1.2 ``hourly_cost_total`` and ``hourly_cost_per_node`` per cluster.

@@ -308,7 +308,8 @@ def _task_problems(task: Task, shown: str, lines: LineMap, inputs: _Inputs) -> t
         warnings.append(SpecProblem(
             file=shown, path="service", line=lines.get(("service",)), severity="warning",
             message="the 'service' section is served by `skyc serve up` (on local); "
-                    "plan, apply and launch run the task as one cluster and ignore it",
+                    "plan shows its replicas' cost range; apply and launch run the task as one "
+                    "cluster and ignore the section",
         ))
     warnings += _not_honoured(task, shown, lines)
     return task, errors, warnings
