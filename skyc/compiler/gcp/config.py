@@ -5,6 +5,8 @@
     gcp:
       project: my-project      # else GOOGLE_CLOUD_PROJECT / CLOUDSDK_CORE_PROJECT, else the
                                # credentials file's project, else gcloud's active project
+      service_account_scopes:  # the OAuth scopes of the nodes' service account
+        - https://www.googleapis.com/auth/cloud-platform
 
 Only pydantic here: the config module imports this model. Credentials never go
 in the config file: application default credentials are read where they are
@@ -22,6 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 _PROJECT = re.compile(r"^(?:[a-z][a-z0-9.-]*\.[a-z]{2,}:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
+CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
+_SCOPE = re.compile(r"^https://www\.googleapis\.com/auth/[a-z0-9._-]+$")
+
+
 def is_project_id(value: str) -> bool:
     """Whether ``value`` has the shape of a GCP project id (not a project number or name)."""
     return bool(_PROJECT.match(value))
@@ -34,6 +40,10 @@ class GcpConfig(BaseModel):
     # Reservations the project holds (names): on-demand offers that GCP grants only
     # from a reservation (a3-ultragpu H200, a4 B200) are chosen only when one is named.
     reservations: list[str] = Field(default_factory=list)
+    # The scopes the nodes' service account (one per cluster, created with it and
+    # granted no role: what it may do is what IAM grants it) is usable with. The
+    # default, cloud-platform, leaves access to IAM, as Google recommends.
+    service_account_scopes: list[str] = Field(default_factory=lambda: [CLOUD_PLATFORM])
 
     @field_validator("project")
     @classmethod
@@ -47,3 +57,15 @@ class GcpConfig(BaseModel):
                 "hyphens, starting with a letter; `gcloud projects list` shows yours)"
             )
         return value
+
+    @field_validator("service_account_scopes")
+    @classmethod
+    def _scopes(cls, value: list[str]) -> list[str]:
+        bad = [s for s in value if not _SCOPE.match(s.strip())]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not an OAuth scope URL (e.g. {CLOUD_PLATFORM}; see "
+                "https://developers.google.com/identity/protocols/oauth2/scopes)")
+        if not value:
+            raise ValueError(f"give at least one scope (e.g. {CLOUD_PLATFORM})")
+        return sorted({s.strip() for s in value})

@@ -8,7 +8,9 @@ Engine VMs (see :mod:`skyc.compiler.gcp.vm`) or TPU VMs (see
 cluster part (networks and firewall rules are global to a project). Every VM and
 TPU VM carries the cluster's network tag (the firewall rules' target), the labels
 (the cluster name, its owner and the task's ``labels``, made to fit GCP's label
-rules: :mod:`skyc.compiler.gcp.names`), the node bootstrap as its startup script
+rules: :mod:`skyc.compiler.gcp.names`), the cluster's service account (one per
+cluster, with ``gcp.service_account_scopes``; granted no role here), the node
+bootstrap as its startup script
 and the cluster's SSH public key in its metadata (``ssh-keys``, from the
 ``ssh_keys`` input; the private key never leaves the workspace). The project is
 ``gcp.project`` of the config, else an input (``project``) skyc fills from the
@@ -80,6 +82,16 @@ def _network(stack: Stack, site: vm.Site, region: str, ports: tuple[str, ...]) -
               f"skyc cluster {cluster}: between its nodes")
 
 
+def _service_account(stack: Stack, cluster: str, owner_hash: str) -> None:
+    """The nodes' one identity: a service account of the cluster's own, granted no role
+    here (what the nodes may reach is what IAM grants it, e.g. a bucket's binding)."""
+    stack.add(resource("service_account", "service_account", {
+        "account_id": names.account_id(cluster, owner_hash),
+        "display_name": f"skyc cluster {cluster}",
+        "description": f"the nodes of skyc cluster {cluster}",
+    }))
+
+
 def build(request: BuildRequest) -> Stack:
     cluster, placement, candidate = request.cluster, request.placement, request.candidate
     if not placement.region:
@@ -111,8 +123,10 @@ def build(request: BuildRequest) -> Stack:
                    tag=names.resource_name(cluster, owner_hash=request.owner_hash),
                    labels=names.labels(request.labels), metadata=metadata(cluster),
                    reservations=tuple(config.gcp.reservations),
-                   owner_hash=request.owner_hash)
+                   owner_hash=request.owner_hash,
+                   scopes=tuple(config.gcp.service_account_scopes))
     _network(stack, site, placement.region, candidate.ports)
+    _service_account(stack, cluster, request.owner_hash)
     if tpu_accelerator(placement):
         stack.outputs = tpu.add_tpu_vms(stack, site, placement, candidate)
     else:

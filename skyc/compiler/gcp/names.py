@@ -46,6 +46,26 @@ def resource_name(cluster: str, suffix: str = "", owner_hash: str = "") -> str:
     return name
 
 
+# Service account ids: 6-30 lower-case letters, digits and hyphens, starting with a
+# letter and not ending with a hyphen; unique within the project.
+ACCOUNT_MAX = 30
+
+
+def account_id(cluster: str, owner_hash: str = "") -> str:
+    """The cluster's service account id: ``skyc-<cluster>[-<owner hash>]`` fit to 30
+    characters (a cut or changed cluster part gets a hash of the original, so two
+    clusters never share one)."""
+    clean = _NOT_NAME.sub("-", cluster.lower()).strip("-")
+    base = f"skyc-{clean}" if clean else "skyc"
+    tail = f"-{owner_hash}" if owner_hash else ""
+    if clean != cluster or len(base) + len(tail) > ACCOUNT_MAX:
+        tail = f"-{_digest(cluster)}{tail}"
+    name = base[: ACCOUNT_MAX - len(tail)].rstrip("-") + tail
+    if not _NAME.match(name) or len(name) < 6:  # cannot happen for a checked name
+        raise ConfigError(f"cluster name {cluster!r} gives no valid service account id")
+    return name
+
+
 def _label(text: str, *, key: bool) -> str:
     value = _NOT_LABEL.sub("_", text.lower())
     if key and not value[:1].isalpha():

@@ -21,6 +21,7 @@ TYPES: dict[str, str] = {
     "resource_policy": "gcp.compute.ResourcePolicy",
     "instance": "gcp.compute.Instance",
     "tpu_vm": "gcp.tpu.V2Vm",
+    "service_account": "gcp.serviceaccount.Account",
 }
 
 

@@ -40,6 +40,7 @@ from skyc.task.candidate import ResourceCandidate
 POWER_VARIABLE = "power_state"
 POWER_FILE = "power_state"
 POWER = {"running": "RUNNING", "stopped": "TERMINATED"}
+SERVICE_ACCOUNT = Ref(resource="service_account", attribute="email")
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,16 @@ class Site:
     metadata: dict[str, Any]
     reservations: tuple[str, ...] = ()   # gcp.reservations of the config
     owner_hash: str = ""                 # in every name; empty for a cluster with no owner
+    scopes: tuple[str, ...] = ()         # gcp.service_account_scopes of the config
 
     def name(self, suffix: str = "") -> str:
         """A resource's name: ``skyc-<cluster>-<owner hash>[-<suffix>]``, fit to GCP."""
         return names.resource_name(self.cluster, suffix, self.owner_hash)
+
+    def service_account(self, args: str) -> Block:
+        """The cluster's service account as a node's ``service_account`` block (the
+        SDK's class ``gcp.<args>``): the nodes' one identity, with the config's scopes."""
+        return block(args, email=SERVICE_ACCOUNT, scopes=list(self.scopes))
 
 
 def guest_accelerators(placement: Placement) -> list[Block]:
@@ -143,6 +150,7 @@ def add_instances(stack: Stack, site: Site, placement: Placement,
         "scheduling": scheduling(placement, compact),
         "metadata": metadata, "labels": site.labels, "tags": [site.tag],
         "allow_stopping_for_update": True,
+        "service_account": site.service_account("compute.InstanceServiceAccountArgs"),
     }
     # Spot VMs and types with local SSD are created and deleted only (see
     # machines.bundles_local_ssd): without the power input, stop and autostop-stop are
