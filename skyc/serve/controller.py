@@ -57,7 +57,6 @@ from skyc.serve.spec import Readiness, ServiceConfig, tls_context
 from skyc.serve.store import ServeStore
 
 PROBED = ("STARTING", "READY", "NOT_READY")
-RETRY_TEAR_S = 30.0   # a teardown that failed is tried again after this
 # A replica whose port stays closed (a server still loading its model) has its run
 # checked on its node at most this often: each check starts the node's agent.
 CHECK_EVERY_S = 10.0
@@ -268,7 +267,7 @@ class Controller:
             self.fail(r, "FAILED_PROVISION" if r.status == "PROVISIONING" else "FAILED",
                       why, launch=True)
         elif not r.live and replicas.cluster_left(r.cluster):
-            self.to_tear[r.id] = (r.status == "SHUTTING_DOWN", time.time() + RETRY_TEAR_S)
+            self.to_tear[r.id] = (r.status == "SHUTTING_DOWN", time.time() + knobs.retry_tear_s())
 
     def new_replica(self) -> None:
         rid = self.store.take_replica_id(self.name)

@@ -5,6 +5,9 @@
 ``SKYC_SERVE_FAIL_AFTER_S`` (180): how long a replica that was ready may fail its
 probe (its processes still running) before it is replaced.
 ``SKYC_SERVE_DOWN_TIMEOUT_S`` (600): how long ``serve down`` waits for the controller.
+``SKYC_SERVE_RETRY_TEAR_S`` (30): how long after a failed teardown of a replica's
+cluster (e.g. its engine's state still locked by a launch a killed controller left
+running) it is tried again.
 """
 
 from __future__ import annotations
@@ -44,3 +47,7 @@ def fail_after_s() -> float:
 
 def down_timeout_s() -> float:
     return _seconds("SKYC_SERVE_DOWN_TIMEOUT_S", 600.0, 1.0)
+
+
+def retry_tear_s() -> float:
+    return _seconds("SKYC_SERVE_RETRY_TEAR_S", 30.0, 0.1)

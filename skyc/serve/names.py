@@ -8,6 +8,7 @@ and the saved logs of replicas that are gone.
 from __future__ import annotations
 
 import contextlib
+import random
 import re
 import secrets
 import socket
@@ -71,8 +72,13 @@ def _free(port: int) -> bool:
 
 
 def free_port(ports: range, taken: Collection[int]) -> int:
-    """The first port of ``ports`` not in ``taken`` that nothing listens on now."""
+    """A port of ``ports`` not in ``taken`` that nothing listens on now, tried in a
+    random order: services of other stores on this machine (another SKYC_HOME, another
+    user) know nothing of ``taken``, and two that start at once would otherwise both
+    find the lowest port free before either binds it."""
+    candidates = [p for p in ports if p not in taken]
+    random.SystemRandom().shuffle(candidates)
     with contextlib.suppress(StopIteration):
-        return next(p for p in ports if p not in taken and _free(p))
+        return next(p for p in candidates if _free(p))
     raise SkycError(f"no free port on {HOST} in {ports.start}-{ports.stop - 1}",
                     hint="take down services you no longer need (`skyc serve down`)")

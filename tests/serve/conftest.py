@@ -40,7 +40,8 @@ def make_runner(root: Path, **env: str) -> Skyc:
     (root / "user_home").mkdir()
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GOOGLE_"))}
     base.update({"SKYC_HOME": str(home), "PYTHONPATH": str(REPO), "HOME": str(root / "user_home"),
-                 "NO_COLOR": "1", "COLUMNS": "200", "SKYC_SERVE_POLL_S": "0.3", **env})
+                 "NO_COLOR": "1", "COLUMNS": "200", "SKYC_SERVE_POLL_S": "0.3",
+                 "SKYC_SERVE_RETRY_TEAR_S": "2", **env})
     return Skyc(cwd, home, base)
 
 

@@ -33,6 +33,9 @@ from tests.serve.conftest import (
     wait_status,
 )
 
+# One worker runs the module's tests, in order, on the one service they share.
+pytestmark = pytest.mark.xdist_group("serve-update")
+
 NAME = "web"
 TRAFFIC_LIMIT_S = 90.0   # the client stops by then whatever happens
 
