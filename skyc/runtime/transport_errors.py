@@ -17,11 +17,11 @@ of an exception that the table names picks its row.
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Literal, NamedTuple
 
 from skyc.errors import SkycError
+from skyc.model.exception_rows import loaded_class, row_for
 
 Retry = Literal["no", "yes", "grace"]
 
@@ -42,12 +42,6 @@ class Rule(NamedTuple):
     retry: Retry = "no"
 
 
-def loaded_class(name: str) -> type | None:
-    """The class a loaded module exports as ``name`` (``module.Class``), or None."""
-    module, _, attr = name.rpartition(".")
-    found = getattr(sys.modules.get(module), attr, None)
-    return found if isinstance(found, type) else None
-
 
 Field = object  # a boundary's field: a value, or a function called only on a failure
 
@@ -63,12 +57,7 @@ class ErrorTable:
 
     def rule_for(self, exc: BaseException) -> Rule | None:
         """The row of the most specific class of ``exc`` the table names; None for none."""
-        classes: dict[type, Rule] = {}
-        for name, rule in self.rules.items():
-            cls = loaded_class(name)
-            if cls is not None:
-                classes.setdefault(cls, rule)
-        return next((classes[c] for c in type(exc).__mro__ if c in classes), None)
+        return row_for(self.rules, exc)
 
     def error(self, rule: Rule, exc: BaseException, **where: Field) -> SkycError:
         """The SkycError ``exc`` becomes by ``rule`` at a boundary with these fields. A

@@ -20,13 +20,13 @@ picks its row.
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from skyc.errors import ApplyFailed, EngineError
 from skyc.model.diagnostics import Diagnostic
+from skyc.model.exception_rows import loaded_class, row_for
 
 
 class Rule(NamedTuple):
@@ -40,12 +40,6 @@ class Rule(NamedTuple):
     says: str
     hint: str | None = None
 
-
-def loaded_class(name: str) -> type | None:
-    """The class a loaded module exports as ``name`` (``module.Class``), or None."""
-    module, _, attr = name.rpartition(".")
-    found = getattr(sys.modules.get(module), attr, None)
-    return found if isinstance(found, type) else None
 
 
 def reason(exc: BaseException) -> str:
@@ -67,12 +61,7 @@ class ErrorTable:
 
     def rule_for(self, exc: BaseException) -> Rule | None:
         """The row of the most specific class of ``exc`` the table names; None for none."""
-        classes: dict[type, Rule] = {}
-        for name, rule in self.rules.items():
-            cls = loaded_class(name)
-            if cls is not None:
-                classes.setdefault(cls, rule)
-        return next((classes[c] for c in type(exc).__mro__ if c in classes), None)
+        return row_for(self.rules, exc)
 
     def error_for(self, exc: BaseException, *, diagnostics: Sequence[Diagnostic] = (),
                   log_file: Path | None = None, **where: object) -> EngineError | None:
