@@ -130,6 +130,19 @@ def boot_disk(placement: Placement, candidate: ResourceCandidate, labels: dict[s
                  initialize_params=block("compute.InstanceBootDiskInitializeParamsArgs", **params))
 
 
+def _power_input(stack: Stack, placement: Placement, machine: str,
+                 shared: dict[str, Any]) -> None:
+    """The nodes' power state as a stack input (skyc stop / start). Spot VMs and types
+    with local SSD are created and deleted only (see machines.bundles_local_ssd):
+    without the input, stop and autostop-stop are refused for them and autostop with
+    down is offered."""
+    if not placement.use_spot and not machines.bundles_local_ssd(machine):
+        shared["desired_status"] = Var(name=POWER_VARIABLE)
+        stack.variables[POWER_VARIABLE] = Variable(
+            description="RUNNING or TERMINATED (stopped): the nodes' power state "
+            "(skyc stop / start)", default=POWER["running"])
+
+
 def add_instances(stack: Stack, site: Site, placement: Placement,
                   candidate: ResourceCandidate) -> dict[str, Output]:
     """Adds one VM per node (and the placement policy); returns the stack's outputs."""
@@ -152,14 +165,7 @@ def add_instances(stack: Stack, site: Site, placement: Placement,
         "allow_stopping_for_update": True,
         "service_account": site.service_account("compute.InstanceServiceAccountArgs"),
     }
-    # Spot VMs and types with local SSD are created and deleted only (see
-    # machines.bundles_local_ssd): without the power input, stop and autostop-stop are
-    # refused for them and autostop with down is offered.
-    if not placement.use_spot and not machines.bundles_local_ssd(machine):
-        shared["desired_status"] = Var(name=POWER_VARIABLE)
-        stack.variables[POWER_VARIABLE] = Variable(
-            description="RUNNING or TERMINATED (stopped): the nodes' power state "
-            "(skyc stop / start)", default=POWER["running"])
+    _power_input(stack, placement, machine, shared)
     accelerators = guest_accelerators(placement)
     if accelerators:
         shared["guest_accelerators"] = accelerators
