@@ -24,7 +24,7 @@ def test_without_a_kind_it_lists_every_kind_and_its_version(skyc: Skyc) -> None:
     out = skyc.ok("schema")
     listed = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines()}
     assert listed == {"task": "-", **DOCUMENTS}
-    assert listed["queue"] == "2.0" and listed["error"] == "1.1"
+    assert listed["queue"] == "2.1" and listed["error"] == "1.1"
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

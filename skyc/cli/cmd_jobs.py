@@ -12,6 +12,7 @@ import typer
 from skyc.cli import params
 from skyc.cli.options import (
     INFRA_HELP,
+    all_users_option,
     cpus_option,
     env_file_option,
     env_values,
@@ -133,8 +134,12 @@ def exec_cmd(
     detach: bool = typer.Option(False, "--detach", "-d", help="Start the run and return."),
     rerun_setup: bool = typer.Option(False, "--setup", "--rerun-setup",
                                      help="Run setup even when it has not changed."),
+    yes: bool = typer.Option(False, "--yes", "-y",
+                             help="Run on another user's cluster without asking."),
 ) -> None:
     """Sync the task's workdir and run its setup and run commands on num_nodes nodes."""
+    from skyc.apply.ownership import check_owner, record_override
+    from skyc.cli.options import terminal_ask
     from skyc.task.overrides import resource_overrides
 
     # The task is judged first: before the cluster is looked up or locked.
@@ -147,6 +152,9 @@ def exec_cmd(
 
     _check_fits(Path(task) if is_task_file(task) else Path("<command line>"), cluster, info,
                 the_task)
+    owner = check_owner(cluster, "exec", yes, terminal_ask())
+    if owner is not None:
+        record_override(cluster, "exec", owner)
     result = _run_on_cluster(cluster, info, the_task, _on_every_host(spec, cluster, info),
                              detach=detach, rerun_setup=rerun_setup)
     if detach and result.ok:
@@ -219,13 +227,16 @@ def _announce(text: str) -> None:
     err_console.print(text, highlight=False, markup=False)
 
 
-def _reconcile(cluster: str, jobs: list[dict[str, Any]]) -> None:
-    """What the nodes report, into the state database's unfinished records."""
+def _reconcile(cluster: str, jobs: list[dict[str, Any]]) -> dict[int, str | None]:
+    """What the nodes report, into the state database's unfinished records; who
+    submitted each job the state records (by the cluster's job id)."""
     from skyc.state.database import StateDB
 
     with StateDB() as db:
-        if db.get_cluster(cluster) is not None:
-            db.reconcile_jobs(cluster, {int(j["job_id"]): str(j["status"]) for j in jobs})
+        if db.get_cluster(cluster) is None:
+            return {}
+        db.reconcile_jobs(cluster, {int(j["job_id"]): str(j["status"]) for j in jobs})
+        return {j.job_id: j.owner for j in db.list_jobs(cluster) if j.job_id is not None}
 
 
 _FINISHED = ("SUCCEEDED", "FAILED", "CANCELLED", "FAILED_SETUP", "SETUP_DONE")
@@ -236,23 +247,26 @@ def _job_rows(cluster: str) -> list[dict[str, Any]]:
     from skyc.runtime import queue
 
     jobs = queue(load_cluster(cluster))
-    _reconcile(cluster, jobs)
+    owners = _reconcile(cluster, jobs)
     return [{"cluster": cluster, "id": int(job["job_id"]), "name": job["name"] or None,
+             "owner": owners.get(int(job["job_id"])),
              "submitted_at": job["submitted"], "status": str(job["status"]),
              "nodes": len(job["nodes"]),
              "node_statuses": [{"node": n, "status": s} for n, s in job["nodes"].items()]}
             for job in jobs]
 
 
-def _table_row(job: dict[str, Any]) -> tuple[str, ...]:
+def _table_row(job: dict[str, Any], owners: bool = False) -> tuple[str, ...]:
     when = datetime.datetime.fromtimestamp(job["submitted_at"] or 0)
     nodes = ", ".join(f"{n['node']}: {n['status']}" for n in job["node_statuses"])
     return (job["cluster"], str(job["id"]), job["name"] or "-",
+            *((job["owner"] or "-",) if owners else ()),
             when.strftime("%Y-%m-%d %H:%M:%S"), job["status"], nodes)
 
 
-def _queue_names(clusters: list[str], all_clusters: bool) -> list[str]:
-    """The clusters named, or (none named, or --all) every cluster skyc knows of."""
+def _queue_names(clusters: list[str], all_clusters: bool, all_users: bool = False) -> list[str]:
+    """The clusters named, or (none named, or --all) every cluster skyc knows of: the
+    caller's own, everyone's with ``all_users``."""
     from skyc.settings.config import skyc_home
     from skyc.state.database import StateDB
 
@@ -260,7 +274,8 @@ def _queue_names(clusters: list[str], all_clusters: bool) -> list[str]:
     if names and not all_clusters:
         return names
     with StateDB() as db:
-        known = {c.name for c in db.list_clusters()}
+        mine = None if all_users else db.caller()
+        known = {c.name for c in db.list_clusters(owner=mine)}
     root = skyc_home() / "clusters"
     known |= {p.parent.name for p in root.glob("*/cluster.json")} if root.is_dir() else set()
     return sorted(set(names) | known)
@@ -274,34 +289,51 @@ def queue_cmd(
     fmt: str = typer.Option("table", "--format", metavar="table|json",
                             help="table, or json (`skyc schema queue`: format_version "
                             f"{versions.QUEUE})."),
+    all_users: bool = all_users_option(),
 ) -> None:
-    """List the jobs of a cluster, or of every cluster."""
+    """List the jobs of a cluster, or of every cluster (yours; everyone's with -u)."""
     import json
 
     from skyc.cli.output import fitted_table, print_table, print_warning
-    from skyc.errors import ConfigError, SkycError
+    from skyc.errors import ConfigError
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"--format {fmt}: expected 'table' or 'json'")
-    names = _queue_names(list(clusters or []), all_clusters)
+    names = _queue_names(list(clusters or []), all_clusters, all_users)
     if not names:
         print_warning("no clusters; launch one with: skyc launch TASK")
-    jobs: list[dict[str, Any]] = []
-    for name in names:
-        try:
-            jobs += _job_rows(name)
-        except SkycError as exc:
-            if clusters and not all_clusters:
-                raise
-            print_warning(f"{name}: {exc}")
+    jobs = _queue_jobs(names, bool(clusters) and not all_clusters, all_users)
     if fmt == "json":
         typer.echo(json.dumps({"format_version": versions.QUEUE, "jobs": jobs}, indent=2,
                               sort_keys=True))
         return
     if names:
-        columns = ("CLUSTER", "ID", "NAME", "SUBMITTED", "STATUS", "NODES")
-        print_table(fitted_table(None, columns, [_table_row(j) for j in jobs],
+        columns = ("CLUSTER", "ID", "NAME", *(("OWNER",) if all_users else ()), "SUBMITTED",
+                   "STATUS", "NODES")
+        print_table(fitted_table(None, columns, [_table_row(j, all_users) for j in jobs],
                                  drop=("NODES", "SUBMITTED")))
+
+
+def _queue_jobs(names: list[str], named: bool, all_users: bool) -> list[dict[str, Any]]:
+    """The jobs of clusters ``names``: the caller's (and those the state does not say
+    whose they are), everyone's with ``all_users``. A cluster that cannot be read is
+    an error when ``named`` alone, else a warning."""
+    from skyc.cli.output import print_warning
+    from skyc.errors import SkycError
+    from skyc.state.database import caller, owned_by
+
+    jobs: list[dict[str, Any]] = []
+    for name in names:
+        try:
+            jobs += _job_rows(name)
+        except SkycError as exc:
+            if named:
+                raise
+            print_warning(f"{name}: {exc}")
+    if all_users:
+        return jobs
+    me = caller()
+    return [j for j in jobs if owned_by(j["owner"], me)]
 
 
 _KEPT_CODES = {"SUCCEEDED": 0, "FAILED": 1, "FAILED_SETUP": 1, "CANCELLED": 143}

@@ -111,18 +111,26 @@ def stop_cmd(
     lock_timeout: float = typer.Option(
         600.0, "--lock-timeout", metavar="SECONDS", parser=params.LOCK_TIMEOUT,
         help="Seconds to wait for another skyc on this cluster (0: do not wait)."),
+    yes: bool = typer.Option(False, "--yes", "-y",
+                             help="Stop another user's cluster without asking."),
 ) -> None:
     """Stop the cluster's nodes, keeping their disks: the same stack, re-applied with
     the nodes stopped (where the target can; refused for spot, local, SSH pools, TPU VMs).
     Jobs on it are ended first. A managed job's cluster is refused: cancel the job with
-    `skyc jobs cancel ID`."""
+    `skyc jobs cancel ID`. Another user's cluster is stopped only when you say yes (or
+    pass --yes)."""
     from skyc.apply.launch import check_not_managed
+    from skyc.apply.ownership import check_owner, record_override
     from skyc.apply.power import stop_cluster
+    from skyc.cli.options import terminal_ask
     from skyc.cli.output import print_line
     from skyc.cli.progress import ConsoleReporter
 
     check_not_managed(cluster, "stopping")
+    owner = check_owner(cluster, "stop", yes, terminal_ask())
     say_if_locked(cluster, lock_timeout)
+    if owner is not None:
+        record_override(cluster, "stop", owner)
     if stop_cluster(cluster, ConsoleReporter(), lock_timeout):
         print_line(f"cluster {cluster}: STOPPED (disks kept); start it with: skyc start "
                    f"{cluster}")

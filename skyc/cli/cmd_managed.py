@@ -15,6 +15,7 @@ import typer
 from skyc.cli import params
 from skyc.cli.options import (
     INFRA_HELP,
+    all_users_option,
     cpus_option,
     disk_size_option,
     env_file_option,
@@ -160,30 +161,40 @@ def _follow_to_end(job_id: int) -> None:
 @functools.partial(json_errors, document="jobs")
 def queue_cmd(
     fmt: str = typer.Option("table", "--format", metavar="table|json", help="table or json."),
+    all_users: bool = all_users_option(),
 ) -> None:
-    """Managed jobs: status, recoveries, restarts, cost so far, and (json) the trail."""
+    """Managed jobs: status, recoveries, restarts, cost so far, and (json) the trail
+    (yours; everyone's with -u)."""
     from skyc.errors import ConfigError
-    from skyc.jobs import ManagedJobStore
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"--format {fmt}: expected 'table' or 'json'")
     from skyc.jobs.remote import configured
 
     remote = configured()
-    if remote is not None:  # the jobs controller cluster's queue
-        rows = remote.queue()
+    if remote is not None:  # the jobs controller cluster's queue (its owners are its own)
+        rows = [{"owner": None, **row} for row in remote.queue()]
     else:
         _revive()
-        store = ManagedJobStore()
-        try:
-            rows = [_job_doc(store, job) for job in store.all_jobs()]
-        finally:
-            store.close()
+        rows = _local_jobs(all_users)
     if fmt == "json":  # `skyc schema jobs`
         typer.echo(json.dumps({"format_version": versions.JOBS, "jobs": rows}, indent=2,
                               sort_keys=True))
         return
-    _print_table(rows)
+    _print_table(rows, owners=all_users)
+
+
+def _local_jobs(all_users: bool) -> list[dict[str, Any]]:
+    """The managed jobs this state records: the caller's (and those recorded before
+    owners were), everyone's with ``all_users``."""
+    from skyc.jobs import ManagedJobStore
+
+    store = ManagedJobStore()
+    try:
+        mine = None if all_users else store.db.caller()
+        return [_job_doc(store, job) for job in store.all_jobs(owner=mine)]
+    finally:
+        store.close()
 
 
 def _job_doc(store: Any, job: Any) -> dict[str, Any]:
@@ -201,20 +212,22 @@ def _job_doc(store: Any, job: Any) -> dict[str, Any]:
     return doc
 
 
-def _print_table(rows: list[dict[str, Any]]) -> None:
+def _print_table(rows: list[dict[str, Any]], owners: bool = False) -> None:
     """The queue, fitted to the terminal: lesser columns (controller, restarts, cost,
-    submitted time, recoveries) go first, so no cell is ever cut short."""
+    submitted time, recoveries) go first, so no cell is ever cut short; ``owners``:
+    with an OWNER column."""
     from skyc.cli.output import fitted_table, print_table
 
-    columns = ("ID", "NAME", "STATUS", "SUBMITTED", "DURATION", "RECOVERIES", "RESTARTS",
-               "CLUSTER", "COST", "CONTROLLER")
+    columns = ("ID", "NAME", *(("OWNER",) if owners else ()), "STATUS", "SUBMITTED",
+               "DURATION", "RECOVERIES", "RESTARTS", "CLUSTER", "COST", "CONTROLLER")
     now = time.time()
     cells = []
     for r in rows:
         when = datetime.datetime.fromtimestamp(r["submitted_at"]).strftime("%Y-%m-%d %H:%M")
         start = r["started_at"]
         took = "-" if start is None else f"{(r['ended_at'] or now) - start:.0f}s"
-        cells.append((str(r["id"]), r["name"] or "-", r["status"], when, took,
+        cells.append((str(r["id"]), r["name"] or "-",
+                      *((r.get("owner") or "-",) if owners else ()), r["status"], when, took,
                       str(r["recoveries"]), str(r["restarts"]), r["cluster"] or "-",
                       f"${r['cost']:.4f}", r["controller"] or "-"))
     print_table(fitted_table(None, columns, cells, right=("ID", "COST"),

@@ -142,29 +142,36 @@ def destroy_cmd(
         raise ConfigError("destroy: name the clusters to destroy, or pass -a for every one",
                           hint="see your clusters with: skyc status")
     _check_destroyable(names, purge)
+    owners = _check_owners(names, yes)
     if not yes:
         _confirm_destroy(names)
     for name in names:
-        _destroy_one(name)
+        _destroy_one(name, owners.get(name))
     from skyc.cli.cmd_apply import refresh_ssh_config
 
     refresh_ssh_config()
 
 
 def _every_cluster(names: list[str]) -> list[str]:
-    """``-a``: every cluster skyc knows, but a managed job's (said so, and left alone)."""
+    """``-a``: every cluster skyc knows, but a managed job's and another user's (said
+    so, and left alone)."""
     from skyc.errors import ConfigError
-    from skyc.state.database import StateDB
+    from skyc.state.database import StateDB, owned_by
 
     if names:
         raise ConfigError("destroy: give cluster names or -a, not both")
     from skyc.apply.orphans import orphan_workspaces
 
     with StateDB() as db:
-        names = [c.name for c in db.list_clusters()]
+        known = db.list_clusters()
+        me = db.caller()
+    names = [c.name for c in known if owned_by(c.owner, me)]
+    for other in (c for c in known if not owned_by(c.owner, me)):
+        console.print(f"{other.name}: skipped, it belongs to {other.owner}; destroy it "
+                      f"by name: skyc down {other.name}", markup=False)
     # Workspaces with a stack but no record (an emptied state): their resources
     # exist all the same, and `-a` means every cluster.
-    names += [o.name for o in orphan_workspaces(names)]
+    names += [o.name for o in orphan_workspaces(c.name for c in known)]
     from skyc.apply.launch import skip_managed
 
     names, skipped = skip_managed(names)
@@ -188,6 +195,22 @@ def _check_destroyable(names: list[str], purge: bool) -> None:
         check_not_managed(name)  # a managed job's cluster: `skyc jobs cancel N`
 
 
+def _check_owners(names: list[str], yes: bool) -> dict[str, str]:
+    """Another user's clusters among ``names``, each asked about (or refused without
+    --yes where stdin is not a terminal): cluster -> its owner."""
+    from skyc.apply.ownership import check_owner
+    from skyc.cli.options import terminal_ask
+    from skyc.state.database import StateDB
+
+    owners: dict[str, str] = {}
+    with StateDB() as db:
+        for name in names:
+            owner = check_owner(name, "destroy", yes, terminal_ask(), db)
+            if owner is not None:
+                owners[name] = owner
+    return owners
+
+
 def _confirm_destroy(names: list[str]) -> None:
     """Ask on the terminal, saying what is lost; refused when stdin is not one."""
     from skyc.errors import ConfigError
@@ -205,8 +228,10 @@ def _confirm_destroy(names: list[str]) -> None:
         raise typer.Abort()
 
 
-def _destroy_one(name: str) -> None:
-    """Under the cluster's lock: end its jobs, destroy its stack; then forget it."""
+def _destroy_one(name: str, owner: str | None = None) -> None:
+    """Under the cluster's lock: end its jobs, destroy its stack; then forget it.
+    ``owner``: the other user it belonged to (recorded with who destroyed it)."""
+    from skyc.apply.ownership import record_override
     from skyc.apply.provision import teardown
     from skyc.cli.cmd_lifecycle import lock_waiter
     from skyc.state.database import StateDB
@@ -220,6 +245,8 @@ def _destroy_one(name: str) -> None:
         teardown(name, progress=lambda event: _render(event, status))
     with StateDB() as db:
         db.remove_cluster(name)
+        if owner is not None:
+            record_override(name, "destroy", owner, db)
     console.print(f"[bold]{name}[/]: destroyed")
 
 

@@ -1,5 +1,6 @@
 """``skyc status``: the clusters skyc knows, from the state (the local sqlite file, or a
-team's PostgreSQL database)."""
+team's PostgreSQL database): the caller's own (and those recorded before owners were),
+everyone's with ``-u``."""
 
 from __future__ import annotations
 
@@ -125,6 +126,7 @@ def _summary(record: ClusterRecord, now: float, last_job: JobRecord | None,
              autostop: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "name": record.name,
+        "owner": record.owner,
         "status": record.status,
         "infra": infra(record),
         "cloud": record.cloud,
@@ -182,7 +184,10 @@ def _timestamp(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _print_table(db: StateDB, rows: list[dict[str, Any]], verbose: bool) -> None:
+def _print_table(db: StateDB, rows: list[dict[str, Any]], verbose: bool,
+                 owners: bool = False) -> None:
+    """The clusters as a table (``owners``: with an OWNER column), then with
+    ``verbose`` each one's events (with who did one, where that is not its owner)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -190,13 +195,15 @@ def _print_table(db: StateDB, rows: list[dict[str, Any]], verbose: bool) -> None
 
     table = Table(box=None, pad_edge=False)
     wrapping = {"INFRA", "RESOURCES", "LAST JOB"}
-    for column in ("CLUSTER", "INFRA", "RESOURCES", "NODES", "STATUS", "$/HOUR", "AGE",
-                   "LAST JOB"):
+    columns = ("CLUSTER", *(("OWNER",) if owners else ()), "INFRA", "RESOURCES", "NODES",
+               "STATUS", "$/HOUR", "AGE", "LAST JOB")
+    for column in columns:
         table.add_column(column, no_wrap=column not in wrapping, overflow="fold")
     for row in rows:
         job = row["last_job"]
         table.add_row(
-            escape(row["name"]), escape(row["infra"] or "-"), escape(row["resources"]),
+            escape(row["name"]), *((escape(row["owner"] or "-"),) if owners else ()),
+            escape(row["infra"] or "-"), escape(row["resources"]),
             str(len(row["nodes"])), _status_text(row), f"{row['hourly_cost']:.2f}",
             format_age(row["age_s"]),
             "-" if job is None else escape(f"#{job['id']} {job['name'] or ''} {job['status']}"),
@@ -204,13 +211,23 @@ def _print_table(db: StateDB, rows: list[dict[str, Any]], verbose: bool) -> None
     console.print(table)
     if verbose:
         for row in rows:
-            console.print(f"\n[bold]Events of {escape(row['name'])}[/]")
-            events = db.events(row["name"])
-            if not events:
-                console.print("  (none)")
-            for event in events:
-                line = f"  {_timestamp(event.ts)}  {event.kind:<9} {event.message}"
-                console.print(escape(line))
+            _print_events(db, row)
+
+
+def _print_events(db: StateDB, row: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    from skyc.cli.output import console
+
+    console.print(f"\n[bold]Events of {escape(row['name'])}[/]")
+    events = db.events(row["name"])
+    if not events:
+        console.print("  (none)")
+    for event in events:
+        by = (f" (by {event.actor})" if event.actor and row["owner"]
+              and event.actor != row["owner"] else "")
+        line = f"  {_timestamp(event.ts)}  {event.kind:<9} {event.message}{by}"
+        console.print(escape(line))
 
 
 def engine_probe(record: ClusterRecord) -> tuple[str, str]:
@@ -221,19 +238,23 @@ def engine_probe(record: ClusterRecord) -> tuple[str, str]:
     return probe(record)
 
 
-def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False) -> None:
+def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False,
+                all_users: bool = False) -> None:
+    """The clusters (``name``: that one, whoever's it is): the caller's own, everyone's
+    with ``all_users``; ``refresh`` reconciles the caller's own first."""
     from skyc.apply.orphans import orphan_workspaces
     from skyc.errors import ConfigError
-    from skyc.state.database import StateDB
+    from skyc.state.database import StateDB, owned_by
 
     if fmt not in FORMATS:
         raise ConfigError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     with StateDB() as db:
         known = db.list_clusters()
-        records = known if name is None else [_one(db, name)]
+        records = _shown(db, known, all_users) if name is None else [_one(db, name)]
         orphans = orphan_workspaces(r.name for r in known) if name is None else []
-        if refresh:
-            records = [_refresh(db, r) for r in records]
+        if refresh:  # another owner's cluster is probed from its owner's workspace
+            records = [_refresh(db, r) if owned_by(r.owner, db.caller()) else r
+                       for r in records]
         now = time.time()
         rows = cluster_summaries(db, records, now)
         if fmt == "json":
@@ -245,11 +266,27 @@ def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False
                                   indent=2, sort_keys=True))
             return
         if rows:
-            _print_table(db, rows, verbose)
+            _print_table(db, rows, verbose, owners=all_users)
         elif not orphans:
-            typer.echo("No clusters. Launch one with `skyc apply TASK.yaml`.")
+            typer.echo(_none_text(len(known) - len(rows)))
         if orphans:
             print_orphans(db, orphans, bool(rows))
+
+
+def _shown(db: StateDB, known: list[ClusterRecord], all_users: bool) -> list[ClusterRecord]:
+    """The clusters a listing shows: everyone's with ``all_users``, else the caller's
+    own (and those recorded before owners were)."""
+    from skyc.state.database import owned_by
+
+    return known if all_users else [r for r in known if owned_by(r.owner, db.caller())]
+
+
+def _none_text(others: int) -> str:
+    """What ``status`` says when it lists no cluster (``others``: other owners' ones)."""
+    if not others:
+        return "No clusters. Launch one with `skyc apply TASK.yaml`."
+    return (f"No clusters of yours; {others} of other users (`skyc status -u` lists "
+            f"{'it' if others == 1 else 'them'}).")
 
 
 def _one(db: StateDB, name: str) -> ClusterRecord:
@@ -313,6 +350,7 @@ def _refresh(db: StateDB, record: ClusterRecord) -> ClusterRecord:
 
 
 def register(app: typer.Typer) -> None:
+    from skyc.cli.options import all_users_option
     from skyc.cli.output import json_errors
 
     @app.command("status")
@@ -327,6 +365,8 @@ def register(app: typer.Typer) -> None:
             False, "--refresh", "-r",
             help="Reconcile with the engine's state and the nodes first (reads the cloud).",
         ),
+        all_users: bool = all_users_option(),
     ) -> None:
-        """Show clusters: infra, resources, nodes, status, cost, age and last job."""
-        show_status(name, verbose, fmt, refresh)
+        """Show clusters: infra, resources, nodes, status, cost, age and last job (yours;
+        everyone's with -u)."""
+        show_status(name, verbose, fmt, refresh, all_users)

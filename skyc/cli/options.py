@@ -1,8 +1,9 @@
-"""Options that mean the same on several commands (plan, apply, exec, compile)."""
+"""Options that mean the same on several commands (plan, apply, exec, compile; -u on
+status, queue and jobs queue), and the question put before acting on another's cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,22 @@ def env_values(env_file: Path | None, env: list[str]) -> dict[str, str]:
 
         base = read_env_file(env_file)
     return {**base, **parse_env_flags(env)}
+
+
+def all_users_option() -> Any:
+    """``-u/--all-users`` (SkyPilot's): everyone's records, not only the caller's."""
+    return typer.Option(False, "-u", "--all-users",
+                        help="Everyone's, with an OWNER column (default: yours only).")
+
+
+def terminal_ask() -> Callable[[str], bool] | None:
+    """A yes/no question on the terminal (default no); None when stdin is not one."""
+    import sys
+
+    if not sys.stdin.isatty():
+        return None
+
+    def ask(question: str) -> bool:
+        return bool(typer.confirm(question, default=False, err=True))
+
+    return ask

@@ -59,6 +59,7 @@ class ManagedJob(_Model):
     submitted_at: float
     started_at: float | None = None
     ended_at: float | None = None
+    owner: str | None = None             # who submitted it (None: before owners were)
 
     @property
     def done(self) -> bool:

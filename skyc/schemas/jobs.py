@@ -38,6 +38,8 @@ class Attempt(Document):
 class ManagedJob(Document):
     id: int
     name: str | None
+    owner: str | None = Field(description="who submitted it (null: recorded before owners "
+                              "were, read as everyone's own)")
     status: ManagedStatus
     task_path: str
     num_tasks: int

@@ -17,6 +17,8 @@ class ClusterJob(Document):
     cluster: str
     id: int = Field(description="the cluster's id for the job (skyc logs CLUSTER ID)")
     name: str | None
+    owner: str | None = Field(description="who submitted it (null: not recorded, read as "
+                              "the caller's own)")
     submitted_at: float | None = Field(description="epoch seconds")
     status: str = Field(description="PENDING, SETUP, RUNNING, SUCCEEDED, FAILED, ...")
     nodes: int = Field(description="how many nodes run it")

@@ -28,10 +28,14 @@ class ClusterEvent(Document):
     kind: str
     message: str
     data: dict[str, Any] | None
+    actor: str | None = Field(description="who did it (null: recorded before actors were)")
 
 
 class ClusterStatus(Document):
     name: str
+    owner: str | None = Field(description="who the cluster belongs to: the config's user: "
+                              "of whoever created it, else user@host (null: recorded "
+                              "before owners were, read as everyone's own)")
     status: Literal["INIT", "UP", "STOPPED", "FAILED"]
     infra: str = Field(description="cloud/region/zone as far as known")
     cloud: str

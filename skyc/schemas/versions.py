@@ -20,16 +20,19 @@ from typing import Literal, get_args
 PlanVersion = Literal["2.2"]
 PLAN: str = get_args(PlanVersion)[0]
 # ``skyc status --format json``: 1.1 added ``orphans`` (cluster workspaces the state
-# has no record of); 1.2 ``hourly_cost_total`` and ``hourly_cost_per_node`` per cluster.
-StatusVersion = Literal["1.2"]
+# has no record of); 1.2 ``hourly_cost_total`` and ``hourly_cost_per_node`` per cluster;
+# 1.3 ``owner`` per cluster and ``actor`` per event.
+StatusVersion = Literal["1.3"]
 STATUS: str = get_args(StatusVersion)[0]
 # ``skyc queue --format json`` (the jobs of clusters): 2.0: ``id`` is an integer,
 # ``nodes`` the count of nodes (``node_statuses`` each node's status), ``name`` null
-# when the job has none, ``submitted_at`` epoch seconds in place of ``submitted``.
-QueueVersion = Literal["2.0"]
+# when the job has none, ``submitted_at`` epoch seconds in place of ``submitted``; 2.1
+# added ``owner`` (who submitted the job).
+QueueVersion = Literal["2.1"]
 QUEUE: str = get_args(QueueVersion)[0]
-# ``skyc jobs queue --format json`` (managed jobs).
-JobsVersion = Literal["1.0"]
+# ``skyc jobs queue --format json`` (managed jobs): 1.1 added ``owner`` (who submitted
+# the job).
+JobsVersion = Literal["1.1"]
 JOBS: str = get_args(JobsVersion)[0]
 # The error document a ``--format json`` command prints on stdout instead of its own:
 # 1.1 added ``document``, the kind of document the command prints when it succeeds.

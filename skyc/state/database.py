@@ -24,6 +24,7 @@ schema is a :class:`~skyc.errors.StateError` naming its URL without the password
 from __future__ import annotations
 
 import contextlib
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,7 @@ from skyc.state.records import (
     event_from_row,
     job_from_row,
     job_status_from_node,
+    owned_by,
     redact,
 )
 
@@ -88,6 +90,46 @@ def open_store(path: Path | None = None, url: str | None = None) -> Store:
     return SqliteStore(path)
 
 
+_SNIFF = 8 << 20   # as much of the config as load_config reads
+_callers: dict[tuple[str, int, int, int], str] = {}
+
+
+def caller() -> str:
+    """Who this skyc acts for: the config's ``user:``, else ``user@host``
+    (:mod:`skyc.model.owner`). A config that never says "user" cannot set it: such a
+    file is not parsed here (exec and status stay as quick as without one)."""
+    from skyc.model.owner import default_owner
+    from skyc.settings.home import config_path
+
+    path = config_path()
+    try:
+        seen = path.stat()
+    except OSError:
+        return default_owner()  # no config
+    data = b"user"  # not a regular file: load_config says what is wrong with it
+    if stat.S_ISREG(seen.st_mode):
+        with contextlib.suppress(OSError), path.open("rb") as fh:
+            data = fh.read(_SNIFF + 1)
+    if b"user" not in data and len(data) <= _SNIFF:
+        return default_owner()
+    key = (str(path), seen.st_mtime_ns, seen.st_size, seen.st_ino)
+    if key not in _callers:
+        from skyc.model.owner import owner
+        from skyc.settings.config import load_config
+
+        _callers[key] = owner(load_config(path))
+    return _callers[key]
+
+
+def first_owner(workspace: str | None, who: str) -> str:
+    """Whose a cluster is when it is first recorded: the owner its workspace recorded
+    (:func:`skyc.model.workspace.recorded_owner`), else ``who`` (a new cluster's
+    workspace records that owner when its stack is written)."""
+    from skyc.model.workspace import recorded_owner
+
+    return (recorded_owner(Path(workspace)) if workspace else None) or who
+
+
 def existing_state() -> StateDB | None:
     """The state this user configured when there is one to read: the PostgreSQL
     database it names, else ``$SKYC_HOME/state.db`` when that file exists (None when it
@@ -118,6 +160,14 @@ class StateDB:
         self.path = self.store.path
         self.where = self.store.where
         self.kind = self.store.dialect.kind
+        self._caller: str | None = None
+
+    def caller(self) -> str:
+        """Who this skyc acts for (:func:`caller`, read once): the owner of what it
+        records and the actor of each event."""
+        if self._caller is None:
+            self._caller = caller()
+        return self._caller
 
     @property
     def read_only(self) -> bool:
@@ -154,6 +204,8 @@ class StateDB:
     # clusters --------------------------------------------------------------
 
     def upsert_cluster(self, record: ClusterRecord) -> None:
+        """Record the cluster, or update its record. Its owner is set when it is first
+        recorded (``record.owner``, else :func:`first_owner`) and never changed."""
         now = time.time()
         row = (
             record.name, record.status, record.cloud, record.region, record.zone,
@@ -163,11 +215,14 @@ class StateDB:
         )
         with self._write() as conn:
             before = _status_of(conn, record.name)
+            # An update keeps the owner: it is looked up only for a new record.
+            owner = record.owner or (None if before is not None else
+                                     first_owner(record.workspace, self.caller()))
             conn.execute(
                 """
                 INSERT INTO clusters (name, status, cloud, region, zone, placement, workspace,
-                    engine, nodes, launched_at, hourly_cost, last_job, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    engine, nodes, launched_at, hourly_cost, last_job, updated_at, owner)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (name) DO UPDATE SET
                     status = excluded.status, cloud = excluded.cloud,
                     region = excluded.region, zone = excluded.zone,
@@ -177,7 +232,7 @@ class StateDB:
                     last_job = COALESCE(excluded.last_job, clusters.last_job),
                     updated_at = excluded.updated_at
                 """,
-                row,
+                (*row, owner),
             )
         if before != record.status:
             self.backup()
@@ -211,6 +266,7 @@ class StateDB:
             launched_at=old.launched_at if old else None,
             hourly_cost=placement.hourly_cost,
             last_job=old.last_job if old else None,
+            owner=old.owner if old else None,
         )
         self.upsert_cluster(record)
         return record
@@ -233,7 +289,7 @@ class StateDB:
             engine=old.engine if old else None,
             nodes=[n.model_dump(mode="json", exclude_none=True) for n in info.nodes],
             launched_at=launched or time.time(), hourly_cost=placement.hourly_cost,
-            last_job=old.last_job if old else None,
+            last_job=old.last_job if old else None, owner=old.owner if old else None,
         )
         self.upsert_cluster(record)
         return record
@@ -242,8 +298,13 @@ class StateDB:
         rows = self._read("SELECT * FROM clusters WHERE name = ?", (name,))
         return cluster_from_row(rows[0]) if rows else None
 
-    def list_clusters(self) -> list[ClusterRecord]:
-        return [cluster_from_row(r) for r in self._read("SELECT * FROM clusters ORDER BY name")]
+    def list_clusters(self, *, owner: str | None = None) -> list[ClusterRecord]:
+        """Every cluster; with ``owner``, only that owner's (and those recorded before
+        owners were: :func:`~skyc.state.records.owned_by`)."""
+        records = [cluster_from_row(r)
+                   for r in self._read("SELECT * FROM clusters ORDER BY name")]
+        return records if owner is None else [r for r in records
+                                              if owned_by(r.owner, owner)]
 
     def set_cluster_status(self, name: str, status: ClusterStatus) -> None:
         check_value(status, ClusterStatus, "cluster status")
@@ -278,18 +339,21 @@ class StateDB:
         status: JobStatus = "PENDING",
         log_path: str | None = None,
         job_id: int | None = None,
+        owner: str | None = None,
     ) -> int:
         """Record a new job on ``cluster``; it becomes the cluster's ``last_job``.
 
-        ``job_id`` is the id the cluster gave the job; returns the row's id."""
+        ``job_id`` is the id the cluster gave the job; ``owner`` who submitted it
+        (default: :meth:`caller`); returns the row's id."""
         now = time.time()
         check_value(status, JobStatus, "job status")
+        owner = owner or self.caller()
         with self._write() as conn:
             row = conn.insert(
                 "INSERT INTO jobs (cluster, name, status, submitted_at, started_at, exit_codes,"
-                " log_path, job_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " log_path, job_id, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (cluster, name, status, now, now if status == "RUNNING" else None,
-                 dump_payload({}), log_path, job_id),
+                 dump_payload({}), log_path, job_id, owner),
             )
             # The newest job wins when two are added at once (row ids only grow).
             conn.execute("UPDATE clusters SET last_job = ? WHERE name = ?"
@@ -379,12 +443,17 @@ class StateDB:
     # events ----------------------------------------------------------------
 
     def add_event(
-        self, cluster: str, kind: str, message: str, data: dict[str, Any] | None = None
+        self, cluster: str, kind: str, message: str, data: dict[str, Any] | None = None,
+        *, actor: str | None = None,
     ) -> int:
+        """Record an event of ``cluster``, done by ``actor`` (default: :meth:`caller`)."""
+        actor = actor or self.caller()
         with self._write() as conn:
             return conn.insert(
-                "INSERT INTO events (cluster, ts, kind, message, data) VALUES (?, ?, ?, ?, ?)",
-                (cluster, time.time(), kind, message, None if data is None else dump_payload(data)),
+                "INSERT INTO events (cluster, ts, kind, message, data, actor)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (cluster, time.time(), kind, message,
+                 None if data is None else dump_payload(data), actor),
             )
 
     def last_events(self, kind: str) -> dict[str, EventRecord]:
@@ -417,14 +486,17 @@ __all__ = [
     "JobStatus",
     "StateDB",
     "backup_path",
+    "caller",
     "connect",
     "default_path",
     "existing_state",
     "file_error",
+    "first_owner",
     "job_status_from_node",
     "kept_backups",
     "migrate",
     "open_store",
+    "owned_by",
     "redact",
     "restore_state",
 ]

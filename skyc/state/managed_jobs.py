@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from skyc.errors import StateError
 from skyc.state.database import StateDB
-from skyc.state.records import dump_payload, load_payload
+from skyc.state.records import dump_payload, load_payload, owned_by
 
 if TYPE_CHECKING:
     # Imported where used: skyc.jobs (its package) imports this module.
@@ -41,13 +41,17 @@ class ManagedJobStore:
 
     # jobs -------------------------------------------------------------------
 
-    def add(self, name: str | None, task_path: str, spec: JobSpecDoc, num_tasks: int) -> int:
+    def add(self, name: str | None, task_path: str, spec: JobSpecDoc, num_tasks: int,
+            *, owner: str | None = None) -> int:
+        """Record a new managed job of ``owner`` (default: who this skyc acts for)."""
         now = time.time()
+        owner = owner or self.db.caller()
         with self.db.transaction() as conn:
             job_id = conn.insert(
                 "INSERT INTO managed_jobs (name, status, task_path, spec, num_tasks,"
-                " submitted_at, updated_at) VALUES (?, 'PENDING', ?, ?, ?, ?, ?)",
-                (name, task_path, dump_payload(spec.model_dump(mode="json")), num_tasks, now, now))
+                " submitted_at, updated_at, owner) VALUES (?, 'PENDING', ?, ?, ?, ?, ?, ?)",
+                (name, task_path, dump_payload(spec.model_dump(mode="json")), num_tasks, now,
+                 now, owner))
             conn.execute("INSERT INTO managed_events (job, ts, status, message) VALUES"
                          " (?, ?, 'PENDING', 'submitted')", (job_id, now))
         return job_id
@@ -62,8 +66,11 @@ class ManagedJobStore:
             raise StateError(f"no managed job {job_id}", hint="see them with: skyc jobs queue")
         return job
 
-    def all_jobs(self) -> list[ManagedJob]:
-        return [job_from_row(r) for r in self.db.query("SELECT * FROM managed_jobs ORDER BY id")]
+    def all_jobs(self, *, owner: str | None = None) -> list[ManagedJob]:
+        """Every managed job; with ``owner``, only that owner's (and those recorded
+        before owners were)."""
+        jobs = [job_from_row(r) for r in self.db.query("SELECT * FROM managed_jobs ORDER BY id")]
+        return jobs if owner is None else [j for j in jobs if owned_by(j.owner, owner)]
 
     def update(self, job_id: int, **changes: Any) -> None:
         unknown = set(changes) - _COLUMNS

@@ -130,12 +130,24 @@ _M4_SQL = """
 """
 
 
+def _m5_owners(tx: Tx) -> None:
+    """Who each cluster, job and managed job belongs to, and who did what each event
+    records (NULL in the rows written before: read as the caller's own)."""
+    tx.script("""
+        ALTER TABLE clusters ADD COLUMN owner TEXT;
+        ALTER TABLE jobs ADD COLUMN owner TEXT;
+        ALTER TABLE managed_jobs ADD COLUMN owner TEXT;
+        ALTER TABLE events ADD COLUMN actor TEXT
+    """)
+
+
 # MIGRATIONS[i] takes a database from version i to i + 1.
 MIGRATIONS: list[Callable[[Tx], None]] = [
     _m1_initial,
     _m2_last_job_and_indexes,
     _m3_cluster_job_ids,
     _m4_managed_jobs,
+    _m5_owners,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # The tables, parents before children (the order a copy writes them in).

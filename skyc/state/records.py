@@ -48,6 +48,9 @@ class ClusterRecord(_Model):
     hourly_cost: float = 0.0              # USD/hour, all nodes
     last_job: int | None = None           # id of the newest job on this cluster
     updated_at: float | None = None       # set by the database
+    # Who it belongs to (the config's user:, else user@host), set when it is first
+    # recorded and never changed; None: recorded before owners were.
+    owner: str | None = None
 
 
 class JobRecord(_Model):
@@ -61,6 +64,7 @@ class JobRecord(_Model):
     ended_at: float | None = None
     exit_codes: dict[str, int] = Field(default_factory=dict)  # node name -> exit code
     log_path: str | None = None
+    owner: str | None = None             # who submitted it (None: before owners were)
 
 
 class EventRecord(_Model):
@@ -70,6 +74,13 @@ class EventRecord(_Model):
     kind: str                            # apply, destroy, failover, attempt, ...
     message: str
     data: dict[str, Any] | None = None
+    actor: str | None = None             # who did it (None: before actors were recorded)
+
+
+def owned_by(owner: str | None, caller: str) -> bool:
+    """Whether a record of ``owner`` is ``caller``'s: theirs, or written before owners
+    were recorded (read as everyone's own, so nothing older disappears from a view)."""
+    return owner is None or owner == caller
 
 
 def check_value(value: str, allowed: Any, what: str) -> None:
@@ -126,6 +137,7 @@ def cluster_from_row(row: Mapping[str, Any]) -> ClusterRecord:
         workspace=row["workspace"], engine=row["engine"],
         nodes=load_payload(row["nodes"], f"{where} nodes") or [], launched_at=row["launched_at"],
         hourly_cost=row["hourly_cost"], last_job=row["last_job"], updated_at=row["updated_at"],
+        owner=row.get("owner"),  # absent: a read-only state of an older schema
     )
 
 
@@ -146,11 +158,12 @@ def job_from_row(row: Mapping[str, Any]) -> JobRecord:
         submitted_at=row["submitted_at"], started_at=row["started_at"],
         ended_at=row["ended_at"],
         exit_codes=load_payload(row["exit_codes"], f"job {row['id']} exit codes") or {},
-        log_path=row["log_path"],
+        log_path=row["log_path"], owner=row.get("owner"),
     )
 
 
 def event_from_row(row: Mapping[str, Any]) -> EventRecord:
     return EventRecord(id=row["id"], cluster=row["cluster"], ts=row["ts"], kind=row["kind"],
                        message=row["message"],
-                       data=load_payload(row["data"], f"event {row['id']} data"))
+                       data=load_payload(row["data"], f"event {row['id']} data"),
+                       actor=row.get("actor"))

@@ -33,7 +33,7 @@ def test_check_json(home: Path) -> None:
 @pytest.mark.timeout(300)
 def test_queue_json(tmp_path: Path, home: Path) -> None:
     r = skyc(home, "queue", "--format", "json")
-    assert r.returncode == 0 and json.loads(r.stdout) == {"format_version": "2.0", "jobs": []}
+    assert r.returncode == 0 and json.loads(r.stdout) == {"format_version": "2.1", "jobs": []}
     assert skyc(home, "apply", local_task(tmp_path / "t.yaml", 1), "--yes").returncode == 0
     r = skyc(home, "queue", "--format", "json")
     assert r.returncode == 0, r.stderr

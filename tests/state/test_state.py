@@ -53,10 +53,10 @@ def test_cluster_roundtrip_and_update(state: StateKind) -> None:
         db.upsert_cluster(_record())
         got = db.get_cluster("c1")
         assert got is not None
-        assert got.model_dump(exclude={"updated_at"}) == _record().model_dump(
-            exclude={"updated_at"}
+        assert got.model_dump(exclude={"updated_at", "owner"}) == _record().model_dump(
+            exclude={"updated_at", "owner"}
         )
-        assert got.updated_at is not None
+        assert got.updated_at is not None and got.owner == db.caller()  # set when recorded
         db.upsert_cluster(_record(status="UP", hourly_cost=1.5))
         db.upsert_cluster(_record("a0"))
         db.upsert_cluster(_record("B2"))
@@ -190,7 +190,7 @@ def test_old_schema_is_migrated(tmp_path: Path) -> None:
         assert old.last_job == 1  # filled in by the migration from the jobs table
         assert db.list_jobs("old")[0].exit_codes == {"head": 0}
     check = sqlite3.connect(path)
-    assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     indexes = {r[0] for r in check.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"jobs_by_cluster", "events_by_cluster"} <= indexes
     assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
