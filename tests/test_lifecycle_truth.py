@@ -361,3 +361,9 @@ def test_the_lock_waiter_names_the_holder_when_the_lock_is_taken(
     assert "held by `skyc destroy box` (pid 7)" in other and "kill" not in other
     assert lock_notice("box", 60, None).endswith("held by another skyc process; Ctrl-C to "
                                                  "stop waiting")
+    # A team's state names who holds it and where; a holder on another machine is not
+    # offered to be interrupted with a local kill.
+    remote = lock_notice("box", 60, {"pid": 9, "command": "skyc apply box.yaml", "since": 0.0,
+                                     "who": "alice", "host": "elsewhere.example"})
+    assert "held by alice@elsewhere.example `skyc apply box.yaml` (pid 9)" in remote
+    assert "kill" not in remote

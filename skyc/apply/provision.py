@@ -287,9 +287,28 @@ def teardown(cluster: str, progress: ProgressCallback | None = None) -> None:
         if workspace.exists() and not any(p.name != "logs" for p in workspace.iterdir()):
             shutil.rmtree(workspace)
             return
-        raise ConfigError(f"no cluster named {cluster!r} (nothing in {workspace})")
+        raise _no_workspace(cluster, workspace)
     _destroy(cluster, open_engine(engine, workspace), progress)
     _clear_workspace(workspace)
+
+
+def _no_workspace(cluster: str, workspace: Path) -> ConfigError:
+    """What a teardown says of a cluster whose stack is not in this machine's
+    ``SKYC_HOME``: with a team's state, one a teammate made on their machine."""
+    from skyc.model.owner import owner
+    from skyc.settings.config import load_config
+    from skyc.state.database import StateDB
+
+    with StateDB() as db:
+        record = db.get_cluster(cluster)
+    made_by = record.owner if record is not None else None
+    if made_by and made_by != owner(load_config()):
+        return ConfigError(
+            f"cluster {cluster!r} belongs to {made_by}: its stack and engine state are in "
+            f"the SKYC_HOME it was created from, not here ({workspace})",
+            hint=f"run `skyc down {cluster}` as {made_by}, or keep stacks in a remote "
+            "backend (config backend:) so that a teammate's skyc can reach them")
+    return ConfigError(f"no cluster named {cluster!r} (nothing in {workspace})")
 
 
 def forget_attempts(cluster: str) -> None:

@@ -4,6 +4,7 @@ head node)."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,14 +32,18 @@ def lock_notice(cluster: str, timeout: float, holder: dict[str, Any] | None) -> 
                 "another skyc process; Ctrl-C to stop waiting")
     words = _holder_words(holder)
     pid = holder.get("pid")
+    host = holder.get("host")
+    here = host is None or host == socket.gethostname()
     text = f"waiting up to {timeout:g}s for the lock on cluster {cluster}, held by "
+    if holder.get("who"):  # a team's state: who holds it, on which machine
+        text += f"{holder['who']}" + ("" if "@" in str(holder["who"]) else f"@{host}") + " "
     text += f"`{' '.join(words)}` (pid {pid})" if words else f"pid {pid}"
     since = holder.get("since")
     if isinstance(since, (int, float)):
         stamp = time.strftime("%H:%M:%S", time.localtime(since))
         text += f" since {stamp} ({max(0.0, time.time() - since):.0f}s ago)"
     text += "; Ctrl-C to stop waiting"
-    if len(words) > 1 and words[1] in _INTERRUPTIBLE and isinstance(pid, int):
+    if here and len(words) > 1 and words[1] in _INTERRUPTIBLE and isinstance(pid, int):
         text += f", or interrupt that {words[1]} with: kill -INT {pid}"
     return text
 

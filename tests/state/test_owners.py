@@ -314,6 +314,21 @@ def test_bob_is_refused_without_yes_and_nothing_happens(team: Team) -> None:
 
 
 @requires_terraform
+def test_a_teammate_without_the_clusters_workspace_is_told_whose_it_is(
+        team: Team, tmp_path: Path) -> None:
+    """carol shares the state, not alice's disk: her down of alice's cluster says where
+    its stack is and what to do, and leaves it as it is."""
+    carol = user_home(tmp_path / "carol", "carol", team.url)
+    out = run(carol, "down", "ac", "--yes")
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "cluster 'ac' belongs to alice: its stack and engine state are in the " \
+           "SKYC_HOME it was created from" in " ".join(out.stderr.split())
+    assert "remote backend" in out.stderr
+    assert names(ok(team.bob, "status", "-u", "--format", "json")) == {"ac": "alice"}
+    assert (team.alice / "clusters" / "ac" / "cluster.json").is_file()
+
+
+@requires_terraform
 def test_bob_acts_with_yes_and_the_events_name_him(team: Team) -> None:
     assert "by-bob" in ok(team.bob, "exec", "ac", "echo by-bob", "--yes")
     theirs = json.loads(ok(team.bob, "queue", "--format", "json"))["jobs"]
