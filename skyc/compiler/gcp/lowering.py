@@ -82,12 +82,13 @@ def _network(stack: Stack, site: vm.Site, region: str, ports: tuple[str, ...]) -
               f"skyc cluster {cluster}: between its nodes")
 
 
-def _service_account(stack: Stack, cluster: str, owner_hash: str) -> None:
+def _service_account(stack: Stack, request: BuildRequest) -> None:
     """The nodes' one identity: a service account of the cluster's own, granted no role
     here (what the nodes may reach is what IAM grants it, e.g. a bucket's binding)."""
+    cluster = request.cluster
     stack.add(resource("service_account", "service_account", {
-        "account_id": names.account_id(cluster, owner_hash),
-        "display_name": f"skyc cluster {cluster}",
+        "account_id": names.account_id(cluster, request.owner_hash),
+        "display_name": f"skyc cluster {request.name_on_cloud}",
         "description": f"the nodes of skyc cluster {cluster}",
     }))
 
@@ -124,9 +125,13 @@ def build(request: BuildRequest) -> Stack:
                    labels=names.labels(request.labels), metadata=metadata(cluster),
                    reservations=tuple(config.gcp.reservations),
                    owner_hash=request.owner_hash,
-                   scopes=tuple(config.gcp.service_account_scopes))
+                   # A cluster created before owners were recorded keeps its stack as
+                   # it was (a new identity would stop and start its VMs): none.
+                   scopes=tuple(config.gcp.service_account_scopes) if request.owner
+                   else ())
     _network(stack, site, placement.region, candidate.ports)
-    _service_account(stack, cluster, request.owner_hash)
+    if site.scopes:
+        _service_account(stack, request)
     if tpu_accelerator(placement):
         stack.outputs = tpu.add_tpu_vms(stack, site, placement, candidate)
     else:

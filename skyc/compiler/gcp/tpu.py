@@ -45,7 +45,7 @@ def add_tpu_vms(stack: Stack, site: Site, placement: Placement,
         "labels": site.labels, "tags": [site.tag],
         "metadata": metadata(site.cluster, {"TPU_ACCELERATOR_TYPE": piece.accelerator_type}),
         "description": f"skyc cluster {site.cluster}",
-        "service_account": site.service_account("tpu.V2VmServiceAccountArgs"),
+        **site.service_account("tpu.V2VmServiceAccountArgs"),
     }
     if placement.use_spot:
         properties["scheduling_config"] = block("tpu.V2VmSchedulingConfigArgs", spot=True)

@@ -56,16 +56,22 @@ class Site:
     metadata: dict[str, Any]
     reservations: tuple[str, ...] = ()   # gcp.reservations of the config
     owner_hash: str = ""                 # in every name; empty for a cluster with no owner
-    scopes: tuple[str, ...] = ()         # gcp.service_account_scopes of the config
+    # gcp.service_account_scopes of the config; empty: the nodes get no service account
+    # of the cluster's own (a cluster created before owners were recorded)
+    scopes: tuple[str, ...] = ()
 
     def name(self, suffix: str = "") -> str:
         """A resource's name: ``skyc-<cluster>-<owner hash>[-<suffix>]``, fit to GCP."""
         return names.resource_name(self.cluster, suffix, self.owner_hash)
 
-    def service_account(self, args: str) -> Block:
-        """The cluster's service account as a node's ``service_account`` block (the
-        SDK's class ``gcp.<args>``): the nodes' one identity, with the config's scopes."""
-        return block(args, email=SERVICE_ACCOUNT, scopes=list(self.scopes))
+    def service_account(self, args: str) -> dict[str, Block]:
+        """A node's ``service_account`` argument (the SDK's class ``gcp.<args>``): the
+        cluster's service account, the nodes' one identity, with the config's scopes;
+        none for a cluster that has none (see ``scopes``)."""
+        if not self.scopes:
+            return {}
+        return {"service_account": block(args, email=SERVICE_ACCOUNT,
+                                         scopes=list(self.scopes))}
 
 
 def guest_accelerators(placement: Placement) -> list[Block]:
@@ -163,7 +169,7 @@ def add_instances(stack: Stack, site: Site, placement: Placement,
         "scheduling": scheduling(placement, compact),
         "metadata": metadata, "labels": site.labels, "tags": [site.tag],
         "allow_stopping_for_update": True,
-        "service_account": site.service_account("compute.InstanceServiceAccountArgs"),
+        **site.service_account("compute.InstanceServiceAccountArgs"),
     }
     _power_input(stack, placement, machine, shared)
     accelerators = guest_accelerators(placement)
