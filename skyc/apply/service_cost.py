@@ -8,6 +8,9 @@ from the fewest to the most it may run, with SkyPilot's spot fallbacks.
   capacity is short: the high end prices them so;
 - the controller and the load balancer run on this machine (what ``skyc serve up``
   does in this version): $0/hour.
+
+``skyc serve up`` runs replicas on ``local`` only in this version: a plan that places
+them elsewhere says so beside the range.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
     from skyc.task import Task
 
 CONTROLLER = "this machine"
+SERVED_ON = "local"   # where `skyc serve up` runs replicas in this version
 
 
 class ServiceCost(NamedTuple):
@@ -33,6 +37,7 @@ class ServiceCost(NamedTuple):
     replica_ondemand: float | None  # one replica on demand (None: the catalog has none)
     low: float                   # USD/hour with the fewest replicas
     high: float | None           # USD/hour with the most (None: an on-demand price unknown)
+    cloud: str = SERVED_ON       # where the plan places the replicas
 
     def document(self) -> dict[str, Any]:
         return {"task": self.task, "min_replicas": self.min_replicas,
@@ -43,7 +48,7 @@ class ServiceCost(NamedTuple):
                 else round(self.replica_ondemand, 6),
                 "hourly_low": round(self.low, 6),
                 "hourly_high": None if self.high is None else round(self.high, 6),
-                "controller": CONTROLLER}
+                "controller": CONTROLLER, "served": self.cloud == SERVED_ON}
 
     def line(self) -> str:
         count = (str(self.min_replicas) if self.min_replicas == self.max_replicas
@@ -57,9 +62,12 @@ class ServiceCost(NamedTuple):
         high = "?" if self.high is None else f"{self.high:.4f}"
         span = f"${self.low:.4f}/hr" if self.high == self.low else \
             f"${self.low:.4f}-{high}/hr"
+        served = "" if self.cloud == SERVED_ON else (
+            f"; `skyc serve up` runs replicas on {SERVED_ON} only in this version "
+            f"(resources.infra: {SERVED_ON}), not on {self.cloud}")
         return (f"service {self.task}: {count} replica(s) at ${self.replica_hourly:.4f}/hr "
                 f"each{said}: {span}; controller and load balancer on {CONTROLLER} "
-                "($0/hr)")
+                f"($0/hr){served}")
 
 
 def _ondemand(placement: Placement, catalog: Catalog) -> float | None:
@@ -107,7 +115,8 @@ def service_cost(task: Task, placement: Placement, catalog: Catalog) -> ServiceC
 
     low = hourly(low_n, False)
     return ServiceCost(task.name or "task", low_n, high_n, base, dynamic, each, ondemand,
-                       low if low is not None else each * low_n, hourly(high_n, dynamic))
+                       low if low is not None else each * low_n, hourly(high_n, dynamic),
+                       placement.cloud)
 
 
 def service_costs(tasks: Sequence[Task], plan: Plan, catalog: Catalog) -> list[ServiceCost]:

@@ -90,6 +90,8 @@ class ServiceCost(Document):
     hourly_low: float
     hourly_high: float | None
     controller: str = Field(description="where the controller and load balancer run")
+    served: bool = Field(description="whether `skyc serve up` runs the replicas where "
+                         "the plan places them (local only in this version)")
 
 
 class Notes(Document):

@@ -99,8 +99,25 @@ def test_plan_shows_the_range_in_its_notes_and_json(tmp_path: Path) -> None:
     (service,) = doc["notes"]["services"]
     assert service["task"] == "llm" and service["max_replicas"] == 3
     assert service["hourly_high"] == pytest.approx(3 * service["replica_ondemand_hourly"])
+    assert service["served"] is False    # serve up runs replicas on local only
     assert "service llm: 1-3 replica(s)" in run.stderr
+    assert "`skyc serve up` runs replicas on local only in this version" in run.stderr
     text = subprocess.run([sys.executable, "-m", "skyc", "plan", "svc.yaml", "--no-diff",
                            "--infra", "aws"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert "controller and load balancer on this machine" in text.stdout + text.stderr
+
+
+def test_a_local_service_is_served_where_it_is_planned(tmp_path: Path) -> None:
+    text = ("name: web\nresources:\n  infra: local\nservice:\n  readiness_probe: /\n"
+            "  replicas: 2\nrun: python -m http.server $SKYC_SERVE_PORT\n")
+    (tmp_path / "svc.yaml").write_text(text)
+    env = {**os.environ, "SKYC_HOME": str(tmp_path / "home")}
+    run = subprocess.run([sys.executable, "-m", "skyc", "plan", "svc.yaml", "--no-diff",
+                          "--format", "json"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    (service,) = json.loads(run.stdout)["notes"]["services"]
+    assert service["served"] is True and service["hourly_low"] == 0.0
+    assert service["min_replicas"] == service["max_replicas"] == 2
+    assert "only in this version" not in run.stderr
