@@ -28,7 +28,7 @@ _COMPILE_HELP = (
 
 def _plan_json(plan: Plan, stacks: list[dict[str, str]]) -> str:
     """The plan document, as ``skyc plan --format json`` prints it (``skyc schema plan``)."""
-    from skyc.cli.plan_stacks import compiled_plan_json
+    from skyc.apply.plan_document import compiled_plan_json
 
     return compiled_plan_json(plan, stacks)
 

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from skyc.model.plan import Plan
-    from skyc.optimizer.pipeline_cost import RunCost, StepDuration
-    from skyc.task import Task
+    from skyc.optimizer.pipeline_cost import RunCost
 
 _COLUMNS = ("step", "infra", "instance", "nodes", "$/hr/node", "$/hr total", "duration",
             "from", "cost")
@@ -17,13 +15,6 @@ _RIGHT = ("nodes", "$/hr/node", "$/hr total", "duration", "cost")
 # Dropped first when the terminal is too narrow: each step's own table has them.
 _DROP = ("nodes", "instance", "infra")
 GIVE_ONE = "give one under _metadata.skyc.duration in the task file, e.g. duration: 2h"
-
-
-def durations_of(tasks: Sequence[Task]) -> list[StepDuration | None]:
-    """Each task's ``_metadata.skyc.duration``, as the optimizer's StepDuration."""
-    from skyc.optimizer.durations import task_duration
-
-    return [task_duration(task) for task in tasks]
 
 
 def _rows(rc: RunCost, plan: Plan) -> list[tuple[str, ...]]:

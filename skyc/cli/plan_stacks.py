@@ -11,7 +11,6 @@ from typing import Any
 from skyc.apply.plan_diff import PlanProgress
 
 # Where ``skyc compile`` (skyc/cli/cmd_stacks.py) finds plan.json's writer.
-from skyc.apply.plan_document import compiled_plan_json as compiled_plan_json
 
 
 class StackProgress(PlanProgress):

@@ -182,11 +182,11 @@ def _owner() -> str:
     """The config's ``user:``, else user@host (a config that does not load says so
     elsewhere; the lock only names its holder)."""
     from skyc.errors import SkycError
-    from skyc.model.owner import default_owner, owner
-    from skyc.settings.config import load_config
+    from skyc.model.owner import default_owner
+    from skyc.state.database import caller
 
     try:
-        return owner(load_config())
+        return caller()
     except SkycError:
         return default_owner()
 

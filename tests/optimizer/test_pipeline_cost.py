@@ -60,11 +60,11 @@ def _file(tmp_path: Path, eval_meta: str = "_metadata: {skyc: {duration: 30m}}\n
 
 
 def _plan(path: Path) -> tuple[Plan, list[StepDuration | None]]:
-    from skyc.cli.plan_cost import durations_of
+    from skyc.optimizer.durations import task_duration
 
     tasks = list(load_tasks(path).tasks)
     plan = optimize(tasks, load_catalog(SMALL_CATALOG), infra="aws")
-    return plan, durations_of(tasks)
+    return plan, [task_duration(task) for task in tasks]
 
 
 def test_durations_load_from_the_task_and_other_metadata_is_kept(tmp_path: Path) -> None:
