@@ -165,11 +165,6 @@ class Stack(_Model):
             names = set(res.types) if names is None else names & set(res.types)
         return sorted(names or ())
 
-    def engines(self) -> list[str]:
-        """:meth:`families`, by its earlier name (each family is named for the first
-        engine that read it)."""
-        return self.families()
-
 
 def references(value: Value) -> list[str]:
     """Keys of the resources a value refers to, in order of appearance."""

@@ -196,7 +196,7 @@ def test_the_program_holds_no_key_and_the_engine_is_pulumi_only(tmp_path: Path) 
     stack = compile_case(CASES / "ib_2node_ports", tmp_path)
     text = program(stack)
     assert "ssh-ed25519" not in text and 'config.require("ssh_public_key")' in text
-    assert stack.engines() == ["pulumi"]
+    assert stack.families() == ["pulumi"]
     assert choose_engine("azure", None, SkycConfig()) == "pulumi"
     with pytest.raises(UnsupportedFeature, match="engines for azure: pulumi"):
         choose_engine("azure", "terraform", SkycConfig())

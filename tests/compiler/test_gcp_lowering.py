@@ -37,7 +37,7 @@ def test_terraform_is_refused_for_gcp_naming_pulumi() -> None:
     assert "engines for gcp: pulumi" in info.value.message
     assert info.value.hint and "--engine pulumi" in info.value.hint
     stack = _build(T4)
-    assert stack.engines() == ["pulumi"]
+    assert stack.families() == ["pulumi"]
     with pytest.raises(Exception, match="has no terraform type"):
         emit(stack, "terraform")
 

@@ -80,6 +80,6 @@ def test_the_family_not_the_name_selects_the_types(compatible: str, tmp_path: Pa
 def test_a_stack_without_the_familys_types_names_the_family(compatible: str) -> None:
     stack = Stack(name="fam", cloud="local")
     stack.add(Resource(key="bucket", types={"pulumi": "gcp.storage.Bucket"}))
-    assert stack.families() == stack.engines() == ["pulumi"]
+    assert stack.families() == ["pulumi"]
     with pytest.raises(EngineError, match="has no terraform type"):
         emit(stack, compatible)
