@@ -35,6 +35,9 @@ from tests.serve.conftest import (
     wait_status,
 )
 
+# One worker runs the module's tests, in order, on the one service they share.
+pytestmark = pytest.mark.xdist_group("serve-local")
+
 NAME = "web"
 
 
