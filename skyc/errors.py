@@ -11,6 +11,7 @@ The tree::
     │                               (file, field path, YAML line, message, did-you-mean)
     ├── ConfigError                 $SKYC_HOME/config.yaml or a CLI flag is invalid
     ├── CatalogError                a price catalog cannot be read
+    ├── StorageError                a bucket a task names cannot be used as written
     ├── InfeasibleError             no offer satisfies a request; says what is missing
     │                               and the nearest offers
     ├── UnsupportedFeature          valid input that skyc (or one target) cannot do yet
@@ -101,6 +102,11 @@ class TaskSpecError(SkycError):
 
 class ConfigError(SkycError):
     """The user config file or a command-line flag is invalid."""
+
+
+class StorageError(SkycError):
+    """A bucket or volume a task names cannot be used as written: its name, store,
+    source or mode, or the bucket itself (missing, not readable)."""
 
 
 class CatalogError(SkycError):

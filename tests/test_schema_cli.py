@@ -17,7 +17,7 @@ from tests.e2e.conftest import (
 
 jsonschema = pytest.importorskip("jsonschema")
 DOCUMENTS = {"plan": versions.PLAN, "status": versions.STATUS, "queue": versions.QUEUE,
-             "jobs": versions.JOBS, "error": versions.ERROR}
+             "jobs": versions.JOBS, "storage": versions.STORAGE, "error": versions.ERROR}
 
 
 def test_without_a_kind_it_lists_every_kind_and_its_version(skyc: Skyc) -> None:  # noqa: F811
@@ -49,7 +49,7 @@ def test_a_misspelt_kind_is_refused_with_the_nearest_one(skyc: Skyc) -> None:  #
     assert "did you mean 'plan'?" in out.stderr and "Traceback" not in out.stderr
     far = skyc("schema", "nothing-like-it")
     assert far.returncode == 1 and "did you mean" not in far.stderr
-    assert "kinds: task, plan, status, queue, jobs, error" in far.stderr
+    assert "kinds: task, plan, status, queue, jobs, storage, error" in far.stderr
 
 
 def test_the_schemas_type_what_the_documents_changed() -> None:

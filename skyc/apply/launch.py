@@ -186,6 +186,7 @@ def launch(
         recorder = JobRecorder(db, info.name, task.name,
                                announce=None if opts.detach else reporter.stage)
         try:
+            spec = _with_buckets(task, spec, info, placement, config, db, reporter)
             exit_code, job_id, failure = _run(task, spec, info, opts, reporter, recorder)
         except KeyboardInterrupt:
             going_down = opts.down and not opts.detach and autostop is None
@@ -310,6 +311,11 @@ def _preflight(task: Task, name: str, chosen: Placement,
     """Before the first attempt: the placement's checks, what a reshape removes (refused
     while jobs run there), and the diff the user confirmed (None: not asked)."""
     check_placement(task, name, chosen, candidates[chosen.candidate_index], config)
+    if any(not isinstance(s, str) or "://" in s for s in task.file_mounts.values()):
+        from skyc.apply.buckets import check_buckets
+
+        reporter.stage("buckets", "checking")
+        check_buckets(task, chosen.cloud, config, db)
     if autostop:
         _check_autostop(task, name, chosen, opts)
     reshape = plan_reshape(db.get_cluster(name), chosen)
@@ -392,7 +398,27 @@ def reviewed_next(placements: Sequence[Placement], blocked: Sequence[Blocked]) -
 def _job_spec(task: Task) -> JobSpec | None:
     from skyc.runtime import job_spec_from_task
 
-    return job_spec_from_task(task) if task.run or task.setup else None
+    return job_spec_from_task(task, buckets=[]) if task.run or task.setup else None
+
+
+def _with_buckets(task: Task, spec: JobSpec | None, info: ClusterInfo, placement: Placement,
+                  config: SkycConfig, db: StateDB, reporter: LaunchReporter
+                  ) -> JobSpec | None:
+    """The task's buckets made ready (created, filled) and given to its job."""
+    from skyc.apply.buckets import prepare_buckets
+    from skyc.runtime.spec import BucketMount
+
+    if not any(not isinstance(s, str) or "://" in s for s in task.file_mounts.values()):
+        return spec
+    ready = prepare_buckets(task, info.name, placement.cloud, placement.region, config, db,
+                            reporter.stage, reporter.engine_event)
+    if spec is None:
+        return None
+    from pydantic import SecretStr
+
+    mounts: list[BucketMount] = ready.mounts()
+    return spec.model_copy(update={
+        "buckets": mounts, "bucket_env": {k: SecretStr(v) for k, v in ready.env.items()}})
 
 
 def _run(
@@ -502,3 +528,6 @@ def _teardown(name: str, db: StateDB, reporter: LaunchReporter,
     teardown(name, progress=reporter.engine_event)
     db.add_event(name, "destroy", "cluster destroyed")
     db.remove_cluster(name)
+    from skyc.apply.buckets import release_cluster_buckets
+
+    release_cluster_buckets(name, db, reporter.stage, reporter.engine_event)

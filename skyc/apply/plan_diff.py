@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from skyc.apply.bucket_notes import BucketNote
     from skyc.apply.infra import PlanScope
     from skyc.apply.plan_policy import PolicyResult
     from skyc.apply.service_cost import ServiceCost
@@ -69,6 +70,8 @@ class PlacedPlan:
     cheaper: dict[str, Any] | None  # a disabled cloud that would be cheaper
     # Each service task's replicas and their cost range (also a line in ``notes``).
     services: list[ServiceCost] = field(default_factory=list)
+    # Each task's buckets: created, used again or read (also a line each in ``notes``).
+    buckets: list[BucketNote] = field(default_factory=list)
 
 
 @dataclass
@@ -105,7 +108,8 @@ class PlanResult:
                                    ("skipped", list(scope.skipped)),
                                    ("cheaper_elsewhere", placed.cheaper),
                                    ("apply_refusals", placed.refusals),
-                                   ("services", [c.document() for c in placed.services]))
+                                   ("services", [c.document() for c in placed.services]),
+                                   ("buckets", [b.document() for b in placed.buckets]))
                  if v}
         doc = plan_document(placed.plan, self.stacks, notes, placed.run_cost)
         return add_review(doc, placed.clusters, placed.options.hours, self.policy)
@@ -302,6 +306,12 @@ def _add_notes(placed: PlacedPlan, excluded: list[str]) -> None:
     lines += placed.refusals
     placed.services = service_costs(placed.tasks, plan, placed.catalog)
     lines += [cost.line() for cost in placed.services]
+    if any(t.file_mounts for t in placed.tasks):
+        from skyc.apply.bucket_notes import bucket_notes
+
+        placed.buckets = bucket_notes(placed.tasks, [t.placement.cloud for t in plan.tasks],
+                                      placed.clusters, placed.config)
+        lines += [note.line() for note in placed.buckets]
     placed.cheaper = cheaper_elsewhere(placed.tasks, plan, placed.scope, placed.config,
                                        infra=opts.infra, catalog_dir=opts.catalog_dir,
                                        target=opts.optimize, parallel=placed.parallel)

@@ -34,17 +34,18 @@ def _subject(task: Task) -> str:
 
 
 def _mount_problems(task: Task) -> list[str]:
-    from skyc.task import is_bucket_uri
+    from skyc.errors import StorageError
+    from skyc.storage import bucket_uses
 
     out = []
+    try:  # names, stores, modes and targets; the buckets themselves once placed
+        bucket_uses(task, None, s3_configured=True)
+    except StorageError as exc:
+        out.append(exc.message + (f"; {exc.hint}" if exc.hint else ""))
     for target, source in sorted(task.file_mounts.items()):
-        if not isinstance(source, str):
-            out.append(f"file_mounts.{target}: storage mounts (buckets) are not supported "
-                       "yet; mount a local file or directory, or copy the data in setup")
-        elif is_bucket_uri(source) or "://" in source:
-            out.append(f"file_mounts.{target}: {source!r} is a bucket or URL; only local "
-                       "files and directories can be mounted for now")
-        elif not Path(source).expanduser().exists():
+        if not isinstance(source, str) or "://" in source:
+            continue
+        if not Path(source).expanduser().exists():
             out.append(f"file_mounts.{target}: {source} does not exist on this machine")
     if task.volumes:
         out.append("volumes: volumes are not supported yet")

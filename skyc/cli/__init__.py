@@ -217,7 +217,7 @@ COMMAND_MODULES = {
     "jobs": "cmd_managed", "serve": "cmd_serve",
     "status": "cmd_status", "state": "cmd_state",
     "autostop": "cmd_lifecycle", "stop": "cmd_lifecycle", "start": "cmd_lifecycle",
-    "ssh": "cmd_ssh", "ssh-config": "cmd_ssh",
+    "ssh": "cmd_ssh", "ssh-config": "cmd_ssh", "storage": "cmd_storage",
 }
 
 

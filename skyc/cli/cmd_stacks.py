@@ -247,7 +247,12 @@ def _destroy_one(name: str, owner: str | None = None) -> None:
         db.remove_cluster(name)
         if owner is not None:
             record_override(name, "destroy", owner, db)
-    console.print(f"[bold]{name}[/]: destroyed")
+        console.print(f"[bold]{name}[/]: destroyed")
+        from skyc.apply.buckets import release_cluster_buckets
+
+        with console.status(f"{name}: its buckets") as status:
+            release_cluster_buckets(name, db, lambda _, text: console.print(f"{name}: {text}"),
+                                    lambda event: _render(event, status))
 
 
 def register(app: typer.Typer) -> None:

@@ -122,6 +122,16 @@ class SshProxy(Protocol):
     def ssh_proxy_command(self, config: SkycConfig, region: str | None) -> str | None: ...
 
 
+class Storage(Protocol):
+    """The store a target's nodes reach natively (``STORE``: s3, gcs, ...) and the stack
+    of a bucket skyc creates there (``use``: a :class:`skyc.storage.BucketUse`)."""
+
+    STORE: str
+
+    def bucket_stack(self, use: Any, region: str, labels: dict[str, str],
+                     config: SkycConfig) -> Stack: ...
+
+
 class Target(ABC):
     """A target's record and its parts. Subclasses give every method: a part a target
     does not have is an explicit ``None``, never a missing file or attribute.
@@ -161,6 +171,9 @@ class Target(ABC):
 
     @abstractmethod
     def ssh_proxy(self) -> SshProxy | None: ...
+
+    @abstractmethod
+    def storage(self) -> Storage | None: ...
 
     def problems(self, *, parts: bool = True) -> list[str]:
         """Where the record and its parts disagree: a record whose capabilities name

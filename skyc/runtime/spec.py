@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
@@ -17,6 +17,21 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class BucketMount(_Model):
+    """A bucket (or a path in one) made available at ``target`` on every node.
+
+    ``remote`` is in rclone's spelling, ``<remote name>:<bucket>/<path>``; the remote's
+    settings (RCLONE_CONFIG_<NAME>_*) are in :attr:`JobSpec.bucket_env`. COPY copies it
+    onto the node's disk before setup; MOUNT mounts it (writes go straight to the
+    bucket); MOUNT_CACHED mounts it with a local write cache, and a job's run is not
+    marked finished until that cache has reached the bucket.
+    """
+
+    target: str
+    remote: str
+    mode: Literal["MOUNT", "COPY", "MOUNT_CACHED"]
+
+
 class JobSpec(_Model):
     """One job: the files it needs on every node and the commands it runs there."""
 
@@ -29,6 +44,10 @@ class JobSpec(_Model):
     secrets: dict[str, SecretStr] = Field(default_factory=dict)
     num_gpus_per_node: float = 0
     num_nodes: int | None = None                        # None: every node of the cluster
+    buckets: list[BucketMount] = Field(default_factory=list)
+    # The mount tool's settings (RCLONE_CONFIG_*, credentials among them): given to the
+    # mount and copy commands' environment only, never written to the node's disk.
+    bucket_env: dict[str, SecretStr] = Field(default_factory=dict)
 
     @field_validator("envs", "secrets")
     @classmethod
@@ -118,10 +137,14 @@ class JobResult(_Model):
                             hint=f"full logs: {self.log_dir}")
 
 
-def job_spec_from_task(task: Any) -> JobSpec:
+def job_spec_from_task(task: Any, buckets: list[BucketMount] | None = None,
+                       bucket_env: dict[str, str] | None = None) -> JobSpec:
     """Adapt a ``skyc.task.Task`` to a JobSpec (duck-typed: the task model is not imported).
 
     The GPUs per node come from the cluster (``ClusterInfo.num_gpus_per_node``).
+    ``buckets`` (and the mount tool's settings, ``bucket_env``): the task's buckets as
+    apply prepared them; None from a command that does not prepare buckets, which then
+    refuses a task that mounts one.
     """
     workdir = getattr(task, "workdir", None)
     if workdir is not None and not isinstance(workdir, str):
@@ -131,10 +154,13 @@ def job_spec_from_task(task: Any) -> JobSpec:
         )
     file_mounts: dict[str, str] = {}
     for target, source in dict(getattr(task, "file_mounts", None) or {}).items():
-        if not isinstance(source, str):
-            raise UnsupportedFeature(
-                f"file_mounts.{target}: storage mounts (buckets) are not supported yet; "
-                "only a local file or directory can be mounted")
+        if not isinstance(source, str) or "://" in source:
+            if buckets is None:
+                raise UnsupportedFeature(
+                    f"file_mounts.{target}: buckets are set up by `skyc apply`; this "
+                    "command cannot mount them yet",
+                    hint="run the task with `skyc apply`")
+            continue
         file_mounts[str(target)] = source
     if getattr(task, "volumes", None):
         raise UnsupportedFeature("volumes: volumes are not supported by the runtime yet")
@@ -146,6 +172,8 @@ def job_spec_from_task(task: Any) -> JobSpec:
         num_nodes=getattr(task, "num_nodes", None),
         workdir=workdir,
         file_mounts=file_mounts,
+        buckets=list(buckets or []),
+        bucket_env={k: SecretStr(v) for k, v in (bucket_env or {}).items()},
         setup=getattr(task, "setup", None),
         run=getattr(task, "run", None),
         envs={str(k): str(v) for k, v in envs.items() if v is not None},

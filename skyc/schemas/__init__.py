@@ -30,6 +30,8 @@ KINDS: dict[str, Kind] = {
     "status": Kind(versions.STATUS, "skyc status --format json", "status:StatusDocument"),
     "queue": Kind(versions.QUEUE, "skyc queue --format json", "queue:QueueDocument"),
     "jobs": Kind(versions.JOBS, "skyc jobs queue --format json", "jobs:JobsDocument"),
+    "storage": Kind(versions.STORAGE, "skyc storage ls --format json",
+                    "storage:StorageDocument"),
     "error": Kind(versions.ERROR, "a --format json command that fails, on stdout",
                   "error:ErrorDocument"),
 }

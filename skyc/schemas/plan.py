@@ -94,12 +94,26 @@ class ServiceCost(Document):
                          "the plan places them (local only in this version)")
 
 
+class BucketNote(Document):
+    """A bucket a task mounts: created, used again (skyc created it before) or read."""
+
+    task: str
+    cluster: str
+    target: str = Field(description="where on the nodes")
+    url: str
+    store: str
+    mode: Literal["MOUNT", "COPY", "MOUNT_CACHED"]
+    action: Literal["create", "reuse", "read"]
+    persistent: bool = Field(description="a created bucket outlives its cluster")
+
+
 class Notes(Document):
     plan_only: list[str] | None = None
     skipped: list[str] | None = None
     cheaper_elsewhere: CheaperElsewhere | None = None
     apply_refusals: list[str] | None = None
     services: list[ServiceCost] | None = Field(default=None, description="since 2.2")
+    buckets: list[BucketNote] | None = Field(default=None, description="since 2.3")
 
 
 class Money(Document):

@@ -16,8 +16,9 @@ from typing import Literal, get_args
 # dearest step), no longer the steps' sum; added ``peak_tasks``, ``objective``,
 # ``cost.total.basis`` and ``at_once``. 2.1 added ``peak_accelerator_tasks`` (what GPU
 # quotas count: a pipeline's largest step). 2.2 added ``notes.services`` (a service
-# task's replicas and their cost range).
-PlanVersion = Literal["2.2"]
+# task's replicas and their cost range); 2.3 ``notes.buckets`` (the buckets the tasks
+# mount: created, used again or read).
+PlanVersion = Literal["2.3"]
 PLAN: str = get_args(PlanVersion)[0]
 # ``skyc status --format json``: 1.1 added ``orphans`` (cluster workspaces the state
 # has no record of); 1.2 ``hourly_cost_total`` and ``hourly_cost_per_node`` per cluster;
@@ -38,3 +39,6 @@ JOBS: str = get_args(JobsVersion)[0]
 # 1.1 added ``document``, the kind of document the command prints when it succeeds.
 ErrorVersion = Literal["1.1"]
 ERROR: str = get_args(ErrorVersion)[0]
+# ``skyc storage ls --format json``: the buckets skyc created.
+StorageVersion = Literal["1.0"]
+STORAGE: str = get_args(StorageVersion)[0]

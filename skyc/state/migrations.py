@@ -141,6 +141,32 @@ def _m5_owners(tx: Tx) -> None:
     """)
 
 
+def _m6_storage(tx: Tx) -> None:
+    """The buckets skyc created: their store, whether they outlive clusters, which
+    cluster made them and which clusters mount them."""
+    tx.script(_M6_SQL)
+
+
+_M6_SQL = """
+        CREATE TABLE storage (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            store TEXT NOT NULL,
+            region TEXT,
+            url TEXT NOT NULL,
+            status TEXT NOT NULL,
+            persistent INTEGER NOT NULL,
+            cluster TEXT,
+            users TEXT NOT NULL,
+            workspace TEXT,
+            engine TEXT,
+            owner TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )
+"""
+
+
 # MIGRATIONS[i] takes a database from version i to i + 1.
 MIGRATIONS: list[Callable[[Tx], None]] = [
     _m1_initial,
@@ -148,10 +174,12 @@ MIGRATIONS: list[Callable[[Tx], None]] = [
     _m3_cluster_job_ids,
     _m4_managed_jobs,
     _m5_owners,
+    _m6_storage,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # The tables, parents before children (the order a copy writes them in).
-TABLES = ("clusters", "jobs", "events", "managed_jobs", "managed_attempts", "managed_events")
+TABLES = ("clusters", "jobs", "events", "managed_jobs", "managed_attempts", "managed_events",
+          "storage")
 
 
 def newer_schema_error(version: int, where: str | None = None) -> StateError:

@@ -89,6 +89,11 @@ def _offsets(source: SqliteStore, tx: PostgresTx) -> dict[str, int]:
             f"{', '.join(shared[:10])}{' ...' if len(shared) > 10 else ''}",
             hint="a cluster's name is its key in a shared state: take those clusters down "
             "(or rename them) in one of the two states first")
+    buckets = "SELECT name FROM storage"
+    both = sorted({r["name"] for r in source.read(buckets)} & {r["name"] for r in tx.rows(buckets)})
+    if both:
+        raise StateError(f"cannot merge: both states record the bucket {both[0]}",
+                         hint="delete it (`skyc storage delete`) in one of the two first")
     offsets = {"clusters": 0}
     for table in TABLES[1:]:
         # Above every id the database has used, not only those it still holds.

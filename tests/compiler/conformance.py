@@ -14,6 +14,7 @@ from skyc.compiler.contract import (
     OwnOffers,
     Power,
     SshProxy,
+    Storage,
     Target,
 )
 
@@ -21,9 +22,9 @@ from skyc.compiler.contract import (
 PARTS: dict[str, Any] = {
     "lowering": Lowering, "errors": Errors, "outputs": Outputs,
     "credentials": CredentialsModule, "power": Power, "own_offers": OwnOffers,
-    "ssh_proxy": SshProxy,
+    "ssh_proxy": SshProxy, "storage": Storage,
 }
-OPTIONAL = ("power", "own_offers", "ssh_proxy")
+OPTIONAL = ("power", "own_offers", "ssh_proxy", "storage")
 
 
 def _members(protocol: Any) -> dict[str, Any]:

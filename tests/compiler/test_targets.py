@@ -68,6 +68,7 @@ class _NoPower(Target):
     def power(self) -> None: return None
     def own_offers(self) -> None: return None
     def ssh_proxy(self) -> None: return None
+    def storage(self) -> None: return None
 
 
 TARGET = _NoPower("nopower", Capabilities(cloud="nopower", stop_start=True), ("terraform",))

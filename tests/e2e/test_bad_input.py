@@ -54,24 +54,22 @@ def _no_engine_ran(skyc: Skyc) -> None:
     assert not (skyc.home / "clusters").exists(), list((skyc.home / "clusters").iterdir())
 
 
-def test_bucket_mounts_and_missing_paths_are_refused_before_provisioning(skyc: Skyc) -> None:
+def test_bad_bucket_mounts_and_missing_paths_are_refused_before_provisioning(
+        skyc: Skyc) -> None:
     skyc.write("mounts.yaml", """\
 name: mounts
 resources:
   infra: local
 workdir: ./no-such-dir
 file_mounts:
-  /data: s3://my-bucket/data
-  /store:
-    name: my-bucket
+  /data: s3://My_Bucket/data
   /local: ./missing.txt
 run: echo hi
 """)
     err = _refused(skyc("apply", "mounts.yaml", "--yes"))
     assert "task 'mounts' cannot run, nothing was created" in err, err
     for reason in ("workdir: ./no-such-dir is not a directory",
-                   "file_mounts./data: 's3://my-bucket/data' is a bucket",
-                   "file_mounts./store: storage mounts (buckets) are not supported",
+                   "file_mounts./data.source: 'My_Bucket' is not a valid S3 bucket name",
                    "file_mounts./local: ./missing.txt does not exist"):
         assert reason in err, err
     _no_engine_ran(skyc)

@@ -17,6 +17,7 @@ from skyc.model.managed_jobs import JobSpecDoc, ManagedStatus
 from skyc.model.nodes import ClusterInfo, Node
 from skyc.state.database import ClusterRecord, StateDB
 from skyc.state.managed_jobs import ManagedJobStore
+from skyc.state.storage import StorageRecord, put_storage
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,6 +72,9 @@ def populate(home: Path, local: str = "c1", cloud: str = "train") -> None:
         with db.transaction() as tx:  # a row id sqlite gave out, then lost
             tx.execute("DELETE FROM jobs WHERE id = ?", (gone,))
             tx.execute("UPDATE clusters SET last_job = ? WHERE name = ?", (first, cloud))
+        put_storage(db, StorageRecord(
+            name=f"{cloud}-data", store="s3", region="us-east-1", url=f"s3://{cloud}-data",
+            status="READY", persistent=False, cluster=cloud, users=[cloud]))
         managed = ManagedJobStore(db)
         ends: tuple[tuple[int, ManagedStatus], ...] = ((1, "SUCCEEDED"), (2, "FAILED"))
         for n, outcome in ends:

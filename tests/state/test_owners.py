@@ -25,7 +25,7 @@ from skyc.errors import ConfigError
 from skyc.model.managed_jobs import JobSpecDoc
 from skyc.state.database import ClusterRecord, StateDB
 from skyc.state.managed_jobs import ManagedJobStore
-from skyc.state.migrations import MIGRATIONS
+from skyc.state.migrations import MIGRATIONS, SCHEMA_VERSION
 from tests.state.conftest import StateKind
 from tests.support.postgres import PostgresServer
 from tests.support.terraform import requires_terraform
@@ -244,7 +244,7 @@ def test_a_migrated_state_still_shows_its_records(tmp_path: Path, state: StateKi
     with state.open() as db:
         assert [c.name for c in db.list_clusters(owner="anyone")] == ["old"]
         assert db.list_jobs("old")[0].owner is None
-    assert "schema version 5" in ok(home, "state", "check", url=state.url)
+    assert f"schema version {SCHEMA_VERSION}" in ok(home, "state", "check", url=state.url)
 
 
 # -- two users, one PostgreSQL state, a real local cluster ------------------------

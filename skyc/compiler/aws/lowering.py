@@ -129,14 +129,17 @@ def _tags(labels: dict[str, str], name: str) -> dict[str, str]:
     return {**labels, "Name": name}
 
 
-def provider(region: str, config: SkycConfig) -> Provider:
+def provider(region: str, config: SkycConfig,
+             services: tuple[str, ...] = ENDPOINT_SERVICES) -> Provider:
+    """The AWS provider in ``region``; with ``aws.endpoint_url``, ``services`` are
+    pointed at that endpoint."""
     settings: dict[str, Any] = {"region": region, "max_retries": MAX_RETRIES}
     if config.aws.profile:
         settings["profile"] = config.aws.profile
     if config.aws.endpoint_url:
         settings["endpoints"] = [_block(
             "aws.ProviderEndpointArgs",
-            **{svc: config.aws.endpoint_url for svc in ENDPOINT_SERVICES},
+            **{svc: config.aws.endpoint_url for svc in services},
         )]
         settings.update(
             skip_credentials_validation=True,

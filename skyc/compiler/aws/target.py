@@ -11,6 +11,7 @@ from skyc.compiler.contract import (
     OwnOffers,
     Power,
     SshProxy,
+    Storage,
     Target,
 )
 
@@ -48,6 +49,11 @@ class Aws(Target):
         from skyc.compiler.aws import outputs  # aws.ssh_proxy_command
 
         return outputs
+
+    def storage(self) -> Storage:
+        from skyc.compiler.aws import storage
+
+        return storage
 
 
 TARGET = Aws(

@@ -11,6 +11,7 @@ from skyc.compiler.contract import (
     OwnOffers,
     Power,
     SshProxy,
+    Storage,
     Target,
 )
 
@@ -44,6 +45,9 @@ class Azure(Target):
 
     def ssh_proxy(self) -> SshProxy | None:
         return None
+
+    def storage(self) -> Storage | None:
+        return None  # Blob containers are read and written, not created yet
 
 
 TARGET = Azure(

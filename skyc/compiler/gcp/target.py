@@ -11,6 +11,7 @@ from skyc.compiler.contract import (
     OwnOffers,
     Power,
     SshProxy,
+    Storage,
     Target,
 )
 
@@ -46,6 +47,11 @@ class Gcp(Target):
 
     def ssh_proxy(self) -> SshProxy | None:
         return None
+
+    def storage(self) -> Storage:
+        from skyc.compiler.gcp import storage
+
+        return storage
 
 
 TARGET = Gcp(

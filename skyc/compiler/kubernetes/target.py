@@ -11,6 +11,7 @@ from skyc.compiler.contract import (
     OwnOffers,
     Power,
     SshProxy,
+    Storage,
     Target,
 )
 
@@ -46,6 +47,9 @@ class Kubernetes(Target):
 
     def ssh_proxy(self) -> SshProxy | None:
         return None  # pods are reached through the API server, not SSH
+
+    def storage(self) -> Storage | None:
+        return None  # no store of its own: a task placed here names one (store:)
 
 
 TARGET = Kubernetes(

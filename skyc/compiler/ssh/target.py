@@ -11,6 +11,7 @@ from skyc.compiler.contract import (
     OwnOffers,
     Power,
     SshProxy,
+    Storage,
     Target,
 )
 
@@ -44,6 +45,9 @@ class Ssh(Target):
 
     def ssh_proxy(self) -> SshProxy | None:
         return None  # a pool's hosts say how they are reached in the config
+
+    def storage(self) -> Storage | None:
+        return None  # no store of its own: a task placed here names one (store:)
 
 
 TARGET = Ssh(

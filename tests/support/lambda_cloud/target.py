@@ -11,6 +11,7 @@ from skyc.compiler.contract import (
     OwnOffers,
     Power,
     SshProxy,
+    Storage,
     Target,
 )
 
@@ -45,6 +46,9 @@ class LambdaCloud(Target):
         return offers
 
     def ssh_proxy(self) -> SshProxy | None:
+        return None
+
+    def storage(self) -> Storage | None:
         return None
 
 

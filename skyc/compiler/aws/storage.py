@@ -1,0 +1,42 @@
+"""S3, the store AWS's nodes reach natively: the stack of a bucket skyc creates (the
+bucket, public access blocked, objects encrypted at rest, tagged)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skyc.compiler.aws.lowering import provider
+from skyc.model.stack import Block, Output, Ref, Resource, Stack
+from skyc.settings.config import SkycConfig
+
+STORE = "s3"
+
+
+def bucket_stack(use: Any, region: str, labels: dict[str, str], config: SkycConfig) -> Stack:
+    stack = Stack(name=f"storage-{use.bucket}", cloud="aws", region=region, labels=labels,
+                  providers={"aws": provider(region, config, services=("s3", "sts"))})
+    stack.add(Resource(key="bucket", types={"terraform": "aws_s3_bucket",
+                                            "pulumi": "aws.s3.BucketV2"},
+                       properties={"bucket": use.bucket, "force_destroy": True,
+                                   "tags": dict(labels)}))
+    bucket = Ref(resource="bucket", attribute="id")
+    stack.add(Resource(
+        key="public_access",
+        types={"terraform": "aws_s3_bucket_public_access_block",
+               "pulumi": "aws.s3.BucketPublicAccessBlock"},
+        properties={"bucket": bucket, "block_public_acls": True, "block_public_policy": True,
+                    "ignore_public_acls": True, "restrict_public_buckets": True}))
+    default = Block(values={"sse_algorithm": "AES256"}, args={
+        "pulumi": "aws.s3.BucketServerSideEncryptionConfigurationV2Rule"
+                  "ApplyServerSideEncryptionByDefaultArgs"})
+    stack.add(Resource(
+        key="encryption",
+        types={"terraform": "aws_s3_bucket_server_side_encryption_configuration",
+               "pulumi": "aws.s3.BucketServerSideEncryptionConfigurationV2"},
+        properties={"bucket": bucket, "rule": [Block(
+            values={"apply_server_side_encryption_by_default": default},
+            args={"pulumi": "aws.s3.BucketServerSideEncryptionConfigurationV2RuleArgs"})]},
+        arg_names={"pulumi": {"rule": "rules"}}))
+    stack.outputs["bucket"] = Output(value=bucket, description="the bucket's name")
+    stack.outputs["arn"] = Output(value=Ref(resource="bucket", attribute="arn"))
+    return stack

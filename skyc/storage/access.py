@@ -1,0 +1,46 @@
+"""What the nodes are given to reach a task's buckets: the mount tool's settings for
+each store the task uses, credentials among them.
+
+The credentials are the user's own (each store reads them from the environment or its
+usual files), handed to the nodes' mount processes only: never written into a stack,
+a plan file, a log or the state. Without any, the nodes use their own identity
+(``ENV_AUTH``: an instance role, a service account).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from skyc.settings.config import SkycConfig
+from skyc.storage.stores import store
+from skyc.storage.stores.s3 import DEFAULT_REGION as DEFAULT_S3_REGION
+from skyc.storage.stores.s3 import aws_credentials
+from skyc.storage.uses import BucketUse
+
+__all__ = ["DEFAULT_S3_REGION", "rclone_env", "s3_configured"]
+
+
+def s3_configured(config: SkycConfig, env: Mapping[str, str], home: Path) -> bool:
+    """AWS credentials or an AWS-compatible endpoint are set up."""
+    return bool(config.aws.endpoint_url or aws_credentials(env, home, config.aws.profile))
+
+
+def rclone_env(uses: Iterable[BucketUse], config: SkycConfig,
+               env: Mapping[str, str] | None = None, home: Path | None = None,
+               regions: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``RCLONE_CONFIG_<REMOTE>_<SETTING>`` for every store ``uses`` name.
+    ``regions``: a created bucket's region, by bucket."""
+    env = os.environ if env is None else env
+    home = Path.home() if home is None else home
+    out: dict[str, str] = {}
+    for use in uses:
+        found = store(use.store)
+        region = (regions or {}).get(use.bucket)
+        settings = found.rclone(found.credentials(env, home, config),
+                                found.settings(use.location, config, env, home, region))
+        prefix = f"RCLONE_CONFIG_{found.remote.upper()}_"
+        for key, value in settings.items():
+            out.setdefault(prefix + key, value)
+    return dict(sorted(out.items()))
