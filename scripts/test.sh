@@ -25,6 +25,9 @@ lock=requirements/test.lock
 need_apt=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 command -v rsync >/dev/null 2>&1 || need_apt+=(rsync)
+command -v sudo >/dev/null 2>&1 || need_apt+=(sudo)
+command -v rclone >/dev/null 2>&1 || need_apt+=(rclone)
+command -v fusermount3 >/dev/null 2>&1 || need_apt+=(fuse3)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PACKAGE = "skyc.runtime.node_agent"
-PARTS = ("base", "status", "accelerators", "supervise", "stop", "sync", "autostop", "cli")
+PARTS = ("base", "status", "accelerators", "sync", "mounts", "supervise", "stop", "autostop",
+         "cli")
 # What a Python started with -S has loaded before the agent's first line: the only
 # modules imported at the top; the rest of the stdlib is imported where it is used.
 AT_START = ("os", "sys", "time")

@@ -26,6 +26,7 @@ from skyc.runtime.logs import (
     cluster_log_root,
     update_job_table,
 )
+from skyc.runtime.mounts import apply_mounts
 from skyc.runtime.remote import NodeAgent
 from skyc.runtime.session import ClusterSession, node_phase_log
 from skyc.runtime.spec import JobResult, JobSpec, NodeResult
@@ -179,6 +180,8 @@ async def _stages(session: ClusterSession, spec: JobSpec, job_id: int, log: JobL
     task_id = _task_id(cluster.name, job_id)
     cwd = WORKDIR_TARGET if spec.workdir else "~"
     await _sync_all(session, spec)
+    if spec.buckets:
+        await apply_mounts(session.agents, spec, job_id)
 
     def phase(name: str, command: str, follow: bool,
               setup_hash: str = "") -> Callable[[NodeAgent], Awaitable[int]]:
@@ -229,8 +232,8 @@ def run_job(
     hold_lock: bool = False,
     on_wait: WaitCallback | None = None,
 ) -> JobResult:
-    """Sync the workdir and file mounts, run setup (when changed), then run, on the first
-    ``spec.num_nodes`` nodes (all by default).
+    """Sync the workdir and file mounts, copy or mount the buckets, run setup (when
+    changed), then run, on the first ``spec.num_nodes`` nodes (all by default).
 
     Output goes to ``on_output`` as bytes, each line prefixed with its node's label
     (``(head, rank=0) ...``), and/or to ``on_line(label, line)`` decoded line by line.

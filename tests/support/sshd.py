@@ -1,11 +1,14 @@
 """Real OpenSSH servers on loopback addresses, one Unix user (own home) per node.
 
 Each node gets its own ``sshd -D`` with its own config, host key and pid file,
-listening on 127.0.0.<2+i>. Nodes named in ``held`` get everything but a running
-sshd (a machine still booting): :meth:`SshdCluster.launch` starts it later, or never.
+listening on 127.0.0.<2+i>. Each node user may use ``sudo`` without a password (as a
+cloud VM's user can; mounting a bucket needs root), through a file in /etc/sudoers.d/.
+Nodes named in ``held`` get everything but a running sshd (a machine still booting):
+:meth:`SshdCluster.launch` starts it later, or never.
 Needs root (useradd, sshd) and /usr/sbin/sshd; tests skip with a reason otherwise.
-Everything is removed at teardown: the sshd processes and every process of the node
-users (ended by pid), then the users.
+Everything is removed at teardown: what is mounted under the node users' homes, the
+sshd processes and every process of the node users (ended by pid), then the users and
+their sudoers files.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pytest
 from skyc.model.nodes import ClusterInfo, Node
 
 SSHD = "/usr/sbin/sshd"
+SUDOERS_DIR = Path("/etc/sudoers.d")
 
 
 def sshd_unavailable() -> str | None:
@@ -51,6 +55,25 @@ def add_user(user: str, home: Path) -> None:
             break
         time.sleep(0.2)
     raise RuntimeError(f"useradd {user}: {done.stderr.strip()}")
+
+
+def allow_sudo(user: str) -> Path:
+    """Passwordless sudo for ``user``; the file to remove at teardown."""
+    path = SUDOERS_DIR / f"skyc-test-{user}"
+    SUDOERS_DIR.mkdir(mode=0o750, exist_ok=True)
+    path.write_text(f"{user} ALL=(ALL) NOPASSWD: ALL\n")
+    os.chmod(path, 0o440)
+    return path
+
+
+def unmount_under(home: Path) -> None:
+    """Lazily unmount whatever is mounted under ``home`` (a node user's bucket mounts,
+    made as root through sudo: ending the user's processes leaves them)."""
+    prefix = f"{home}/"
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split(" ")[4].replace("\\040", " ")
+        if point.startswith(prefix):
+            subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
 def _free_port(host: str) -> int:
@@ -133,6 +156,7 @@ class SshdCluster:
             home = self.home_root / user
             add_user(user, home)
             subprocess.run(["usermod", "-p", "*", user], check=True)
+            allow_sudo(user)
             uid = int(subprocess.run(["id", "-u", user], capture_output=True, text=True,
                                      check=True).stdout)
             ssh_dir = home / ".ssh"
@@ -227,6 +251,7 @@ class SshdCluster:
 
     def stop(self) -> None:
         for node in self.nodes:
+            unmount_under(node.home)
             listener = node.proc.pid if node.proc else None
             self.stop_listener(node)
             if listener is not None:
@@ -238,6 +263,7 @@ class SshdCluster:
                 _kill(pids)
                 time.sleep(0.05)
             subprocess.run(["userdel", "-r", "-f", node.user], capture_output=True)
+            (SUDOERS_DIR / f"skyc-test-{node.user}").unlink(missing_ok=True)
 
 
 class LateLaunch(threading.Thread):

@@ -11,6 +11,12 @@ node's transport, importing it (so that Python keeps its compiled code) and call
     <phase>.exit     exit code, written when the command ends
     cancelled        present when the job was stopped; holds why: user, peer (another
                      node failed) or abort (the client gave up before the job ran)
+    mounts.json      the bucket mounts the job uses (its run ends once their writes
+                     have reached the buckets)
+
+Bucket mounts are kept in ``~/.skyc/mounts/`` (one record per target, mode 0600, with
+the mount's rclone cache and log); the store's settings and credentials are given to
+rclone's environment only.
 
 A job's environment (secrets included) arrives on stdin (:func:`encode_run_spec`)
 and is kept in memory only. Every process a job starts inherits
@@ -22,9 +28,10 @@ tell the job's exit code from a broken connection.
 
 Its source is the package ``skyc/runtime/node_agent/``, one module per concern, in
 the order they are joined: base (files, token, job marks), status (the job table),
-accelerators (GPU and TPU detection), supervise (running and following phases), stop
-(cancel, stop-all), sync (receiving a synced tree), autostop (the idle watch), cli (the
-command line). Each imports only os, sys and time at its top, the stdlib elsewhere
-where it is used, and names from the modules before it. ``skyc.runtime.agent_bundle``
+accelerators (GPU and TPU detection), sync (receiving a synced tree), mounts (buckets
+through rclone), supervise (running and following phases), stop (cancel, stop-all),
+autostop (the idle watch), cli (the command line). Each imports only os, sys and time
+at its top, the stdlib elsewhere where it is used, and names from the modules before
+it. ``skyc.runtime.agent_bundle``
 joins them into the one file shipped, ``skyc/runtime/agent.py``.
 """

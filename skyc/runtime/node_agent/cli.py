@@ -8,6 +8,7 @@ import sys
 from skyc.runtime.node_agent.accelerators import cmd_facts
 from skyc.runtime.node_agent.autostop import cmd_autostop
 from skyc.runtime.node_agent.base import PHASES, VERSION, Args
+from skyc.runtime.node_agent.mounts import FLUSH_TIMEOUT, cmd_mounts
 from skyc.runtime.node_agent.status import cmd_status
 from skyc.runtime.node_agent.stop import cmd_cancel, cmd_stop_all
 from skyc.runtime.node_agent.supervise import cmd_run, cmd_tail
@@ -44,6 +45,8 @@ COMMANDS: dict[str, tuple[Any, tuple[tuple[str, Any], ...],
                  {"--id": ("id", str, "")}),
     "sync-manifest": (cmd_sync_manifest, (("target", str),), {}),
     "sync-apply": (cmd_sync_apply, (("target", str),), {}),
+    "mounts": (cmd_mounts, (("action", ("apply", "flush", "release", "check")),),
+               {"--timeout": ("timeout", float, FLUSH_TIMEOUT), "--job": ("job", int, None)}),
 }
 
 

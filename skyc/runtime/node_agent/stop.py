@@ -17,6 +17,7 @@ from skyc.runtime.node_agent.base import (
     read_text,
     write_atomic,
 )
+from skyc.runtime.node_agent.mounts import release_mounts
 from skyc.runtime.node_agent.status import group_alive
 
 # ---------------------------------------------------------------- stopping jobs
@@ -74,7 +75,8 @@ def cmd_cancel(args: Args) -> int:
 
 def cmd_stop_all(args: Args) -> int:
     """End every job of this node (before the node is destroyed): mark each unfinished
-    job cancelled, then stop their process groups and every marked process."""
+    job cancelled, then stop their process groups and every marked process; then
+    unmount its buckets (a mount would outlive the node on a machine it shares)."""
     import contextlib
     import json
 
@@ -91,7 +93,11 @@ def cmd_stop_all(args: Args) -> int:
             stopped.append(job_id)
         groups += _live_groups(job_id)
     _stop(groups, None)
-    print(json.dumps({"stopped": stopped, "left": len(marked_pids(None))}))
+    released, problems = release_mounts()
+    for problem in problems:
+        sys.stderr.write(f"{problem}\n")
+    print(json.dumps({"stopped": stopped, "left": len(marked_pids(None)),
+                      "mounts_released": released}))
     return 0
 
 

@@ -21,6 +21,7 @@ from skyc.runtime.node_agent.base import (
     write_atomic,
     write_trailer,
 )
+from skyc.runtime.node_agent.mounts import flush_into_log, job_mounts_file
 from skyc.runtime.node_agent.status import group_alive
 
 TYPE_CHECKING = False
@@ -104,6 +105,22 @@ def _wait_code(pid: int) -> int:
     return os.WEXITSTATUS(status)
 
 
+def _finish(pid: int, phase: str, d: str, log: BinaryIO) -> int:
+    """The phase's exit code, once it has ended. A run that uses mounted buckets ends
+    once what it wrote through them has reached the buckets (a mount gone, or a write
+    that did not get there, fails it). Meanwhile its shell is left unreaped: its
+    process group still reads as alive, so the job reads as running and a follower
+    waits."""
+    if phase != "run" or not os.path.exists(job_mounts_file(d)):
+        return _wait_code(pid)
+    ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # None only with WNOHANG
+    code = 0 if ended is None else (
+        ended.si_status if ended.si_code == os.CLD_EXITED else 128 + ended.si_status)
+    flushed = flush_into_log(d, log)
+    _wait_code(pid)
+    return code if flushed or code else 1
+
+
 def _spawn_supervisor(job_id: int, phase: str, spec: dict[str, Any]) -> None:
     """Double-fork a supervisor that runs the phase detached from this session."""
     d = job_dir(job_id)
@@ -149,7 +166,7 @@ def _spawn_supervisor(job_id: int, phase: str, spec: dict[str, Any]) -> None:
             write_atomic(os.path.join(d, phase + ".pgid"), str(pid))
             os.write(ready_w, b"x")
             os.close(ready_w)
-            code = _wait_code(pid)
+            code = _finish(pid, phase, d, log)
     except OSError:
         pass
     finally:
