@@ -311,7 +311,9 @@ def _preflight(task: Task, name: str, chosen: Placement,
     """Before the first attempt: the placement's checks, what a reshape removes (refused
     while jobs run there), and the diff the user confirmed (None: not asked)."""
     check_placement(task, name, chosen, candidates[chosen.candidate_index], config)
-    if any(not isinstance(s, str) or "://" in s for s in task.file_mounts.values()):
+    from skyc.apply.bucket_jobs import has_buckets
+
+    if has_buckets(task):
         from skyc.apply.buckets import check_buckets
 
         reporter.stage("buckets", "checking")
@@ -351,14 +353,16 @@ def provision_cluster(
 
 
 def teardown_cluster(name: str, reporter: LaunchReporter, lock_timeout: float = 600.0,
-                     *, for_job: int | None = None) -> None:
-    """End the cluster's jobs, destroy its stack and forget it (under its lock).
-    ``for_job``: the managed job whose controller tears its own cluster down."""
+                     *, for_job: int | None = None, keep_buckets: bool = False) -> None:
+    """End the cluster's jobs, destroy its stack and forget it (under its lock), and
+    the buckets that go with it (not persistent) unless ``keep_buckets`` (a managed
+    job recovering: its next cluster mounts them again). ``for_job``: the managed job
+    whose controller tears its own cluster down."""
     from skyc.state.database import StateDB
     from skyc.state.locks import cluster_lock
 
     with StateDB() as db, cluster_lock(name, timeout=lock_timeout):
-        _teardown(name, db, reporter, for_job)
+        _teardown(name, db, reporter, for_job, keep_buckets=keep_buckets)
 
 
 def _confirm_changes(
@@ -404,21 +408,17 @@ def _job_spec(task: Task) -> JobSpec | None:
 def _with_buckets(task: Task, spec: JobSpec | None, info: ClusterInfo, placement: Placement,
                   config: SkycConfig, db: StateDB, reporter: LaunchReporter
                   ) -> JobSpec | None:
-    """The task's buckets made ready (created, filled) and given to its job."""
-    from skyc.apply.buckets import prepare_buckets
-    from skyc.runtime.spec import BucketMount
+    """The task's buckets made ready (created, filled; checked before provisioning)
+    and given to its job. A task without a job still gets its buckets."""
+    from skyc.apply.bucket_jobs import has_buckets, job_with_buckets
+    from skyc.runtime import job_spec_from_task
 
-    if not any(not isinstance(s, str) or "://" in s for s in task.file_mounts.values()):
+    if not has_buckets(task):
         return spec
-    ready = prepare_buckets(task, info.name, placement.cloud, placement.region, config, db,
-                            reporter.stage, reporter.engine_event)
-    if spec is None:
-        return None
-    from pydantic import SecretStr
-
-    mounts: list[BucketMount] = ready.mounts()
-    return spec.model_copy(update={
-        "buckets": mounts, "bucket_env": {k: SecretStr(v) for k, v in ready.env.items()}})
+    ready = job_with_buckets(task, spec or job_spec_from_task(task, buckets=[]), info,
+                             reporter.stage, progress=reporter.engine_event, check=False,
+                             config=config, db=db)
+    return ready if spec is not None else None
 
 
 def _run(
@@ -521,13 +521,14 @@ def end_cluster_jobs(name: str, *, for_job: int | None = None,
 
 
 def _teardown(name: str, db: StateDB, reporter: LaunchReporter,
-              for_job: int | None = None) -> None:
+              for_job: int | None = None, *, keep_buckets: bool = False) -> None:
     from skyc.apply.provision import teardown
 
     end_cluster_jobs(name, for_job=for_job, db=db)
     teardown(name, progress=reporter.engine_event)
     db.add_event(name, "destroy", "cluster destroyed")
     db.remove_cluster(name)
-    from skyc.apply.buckets import release_cluster_buckets
+    if not keep_buckets:
+        from skyc.apply.buckets import release_cluster_buckets
 
-    release_cluster_buckets(name, db, reporter.stage, reporter.engine_event)
+        release_cluster_buckets(name, db, reporter.stage, reporter.engine_event)

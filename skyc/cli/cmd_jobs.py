@@ -155,6 +155,10 @@ def exec_cmd(
     owner = check_owner(cluster, "exec", yes, terminal_ask())
     if owner is not None:
         record_override(cluster, "exec", owner)
+    from skyc.apply.bucket_jobs import job_with_buckets
+
+    spec = job_with_buckets(the_task, spec, info, lambda stage, text: _announce(
+        f"{stage}: {text}"))
     result = _run_on_cluster(cluster, info, the_task, _on_every_host(spec, cluster, info),
                              detach=detach, rerun_setup=rerun_setup)
     if detach and result.ok:
@@ -183,7 +187,7 @@ def _exec_task(task: str, envs: dict[str, str], secret: list[str],
             f"{task}: holds {len(task_file.tasks)} tasks; exec runs a single task")
     the_task = task_file.tasks[0]
     check_task(the_task)
-    return the_task, job_spec_from_task(the_task)
+    return the_task, job_spec_from_task(the_task, buckets=[])
 
 
 def _run_on_cluster(cluster: str, info: ClusterInfo, task: Task, spec: JobSpec, *,

@@ -224,6 +224,12 @@ def _confirm_destroy(names: list[str]) -> None:
     them = "them" if plural else "it"
     question = (f"Destroy cluster{plural} {_describe(names)}? Every machine, disk and "
                 f"network of {them} is deleted, and what is stored there is lost.")
+    from skyc.apply.bucket_jobs import buckets_going_with
+
+    going = buckets_going_with(names)
+    if going:
+        question += (f" The bucket{'s' if len(going) > 1 else ''} {', '.join(going)} "
+                     f"(not persistent) {'are' if len(going) > 1 else 'is'} deleted too.")
     if not typer.confirm(question, err=True):
         raise typer.Abort()
 

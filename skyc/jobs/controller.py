@@ -223,7 +223,7 @@ class Controller:
         from skyc.runtime import job_spec_from_task
 
         job = self.job
-        spec = _absolute_paths(job_spec_from_task(task), Path(job.spec.cwd))
+        spec = _absolute_paths(job_spec_from_task(task, buckets=[]), Path(job.spec.cwd))
         ids = {"TASK_ID": task_id(job, index), "MANAGED_JOB_ID": str(job.id),
                "MANAGED_JOB_NAME": job.name or "", "MANAGED_TASK_INDEX": str(index)}
         extra = {p + k: v for p in ("SKYPILOT_", "SKYC_") for k, v in ids.items()}
@@ -261,7 +261,7 @@ class Controller:
         assert run.attempt is not None
         if run.run_id is None:
             self._check_cancel()
-            result = self._submit(run.info, spec)
+            result = self._submit(run.info, self._with_buckets(task, spec, run.info))
             if result.status == "FAILED_SETUP":
                 return "FAILED_SETUP", result.describe_failure()
             run.run_id = result.job_id
@@ -323,7 +323,7 @@ class Controller:
             recoveries=self.job.recoveries + 1, cluster_job=None)
         with contextlib.suppress(SkycError, OSError):
             end_cluster_jobs(cluster, for_job=self.job_id)
-        self._down(cluster)
+        self._down(cluster, keep_buckets=True)
         run.blocked, run.pin = _next_scope(run.info, strategy)
         run.info, run.attempt, run.run_id = None, None, None
 
@@ -374,7 +374,7 @@ class Controller:
                 raise
             # The lost region (or the pinned one) may be all there is: try anywhere.
             self.say(f"no placement outside the lost scope ({exc.message}); trying anywhere")
-            self._down(cluster)
+            self._down(cluster, keep_buckets=True)
             info, placement, _ = provision_cluster(
                 task, cluster, LaunchOptions(cluster=cluster), self.reporter)
         self.store.update(self.job_id, cluster=cluster)
@@ -455,7 +455,15 @@ class Controller:
                       connect_timeout=connect_timeout or CONNECT_TIMEOUT)
         os.replace(partial, path)
 
-    def _down(self, cluster: str) -> None:
+    def _with_buckets(self, task: Task, spec: JobSpec, info: ClusterInfo) -> JobSpec:
+        """The task's buckets, ready on this attempt's cluster (created on the first,
+        mounted again on each later one: a checkpoint written there is read back)."""
+        from skyc.apply.bucket_jobs import job_with_buckets
+
+        return job_with_buckets(_absolute_sources(task, Path(self.job.spec.cwd)), spec, info,
+                                lambda stage, text: self.say(f"{stage}: {text}"))
+
+    def _down(self, cluster: str, *, keep_buckets: bool = False) -> None:
         from skyc.apply.launch import teardown_cluster
         from skyc.stacks.workspace import cluster_workspace
 
@@ -463,7 +471,8 @@ class Controller:
         if not workspace.exists() or all(p.name == "logs" for p in workspace.iterdir()):
             return
         self.say(f"tearing down cluster {cluster}")
-        teardown_cluster(cluster, self.reporter, for_job=self.job_id)
+        teardown_cluster(cluster, self.reporter, for_job=self.job_id,
+                         keep_buckets=keep_buckets)
 
 
 def _infra(info: ClusterInfo, *, zone: bool = True) -> str:
@@ -518,6 +527,18 @@ def _absolute_paths(spec: JobSpec, cwd: Path) -> JobSpec:
     mounts = {target: fix(local) for target, local in spec.file_mounts.items()}
     workdir = None if spec.workdir is None else fix(spec.workdir)
     return spec.model_copy(update={"workdir": workdir, "file_mounts": mounts})
+
+
+def _absolute_sources(task: Task, cwd: Path) -> Task:
+    """The task with its buckets' local sources made absolute against ``cwd``."""
+    mounts: dict[str, Any] = {}
+    for target, source in task.file_mounts.items():
+        if not isinstance(source, str) and source.source:
+            local = [s if "://" in s or Path(s).expanduser().is_absolute()
+                     else str(cwd / s) for s in source.source]
+            source = source.model_copy(update={"source": local})
+        mounts[target] = source
+    return task.model_copy(update={"file_mounts": mounts})
 
 
 def _wait_for(job: ManagedJob, ttl: float) -> float:

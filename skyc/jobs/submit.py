@@ -57,7 +57,7 @@ def launch(
                            require_values=True)
     for task in task_file.tasks:
         check_task(task)
-        job_spec_from_task(task)
+        job_spec_from_task(task, buckets=[])  # the buckets: on each cluster it gets
     first = task_file.tasks[0]
     header = getattr(task_file.header, "name", None)
     secret_values: dict[str, str] = {}

@@ -14,6 +14,8 @@ the bucket when apply returns; `storage ls` lists them; a bucket in use is not d
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,8 +141,14 @@ def test_buckets_from_plan_to_delete(skyc: Skyc, moto: MotoServer) -> None:
     assert busy.returncode == 1 and f"bucket {ds} is in use by cluster(s) st" in busy.stderr
     assert skyc("storage", "delete", src, "--yes").returncode == 1  # never skyc's own
 
-    again = skyc.ok("apply", "st.yaml", "--yes", timeout=600)  # the same YAML runs again
+    again = skyc.ok("exec", "st", "st.yaml", timeout=600)  # the same YAML runs again
     assert f"s3://{ckpt} (created before; used again)" in again.output, str(again)
+    assert again.stdout.count("hello from the bucket") == 4, str(again)
+    going = subprocess.run(  # what `down` asks about besides the cluster
+        [sys.executable, "-c", "from skyc.apply.bucket_jobs import buckets_going_with;"
+         " print(buckets_going_with(['st']))"], env=skyc.env, cwd=skyc.cwd, text=True,
+        capture_output=True, check=True)
+    assert going.stdout.strip() == f"['s3://{ckpt} (holds data)']", going.stderr
 
     skyc.ok("down", "st", "--yes", timeout=300)
     assert _mounted_under(skyc.home) == []
