@@ -80,3 +80,18 @@ def _holds_data(url: str) -> bool:
     except StorageError:
         return True
     return done.returncode != 0 or bool(done.stdout.strip())
+
+
+def compiled_bucket_stacks(task: Any, cluster: str, cloud: str, region: str | None,
+                           config: SkycConfig) -> list[Any]:
+    """The stacks of the buckets ``task`` creates, as apply writes them for its cluster
+    ``cluster`` placed on ``cloud``/``region`` (``skyc compile`` writes them beside the
+    cluster's)."""
+    from skyc.apply.buckets import bucket_region, task_uses
+    from skyc.model.owner import owner
+    from skyc.storage.bucket_stacks import bucket_labels, bucket_stack
+
+    who = owner(config)
+    return [bucket_stack(u, bucket_region(u, cloud, region),
+                         bucket_labels(u, who, cluster), config)
+            for u in task_uses(task, cloud, config) if u.created]

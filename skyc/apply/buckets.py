@@ -51,7 +51,7 @@ def task_uses(task: Any, cloud: str | None, config: SkycConfig) -> list[BucketUs
         config, os.environ, Path.home()))
 
 
-def _region(use: BucketUse, cloud: str, region: str | None) -> str:
+def bucket_region(use: BucketUse, cloud: str, region: str | None) -> str:
     """A created bucket's region: the cluster's, on the cloud whose store it is."""
     from skyc.storage.stores import native_store
 
@@ -91,17 +91,19 @@ def prepare_buckets(task: Any, cluster: str, cloud: str, region: str | None,
     from skyc.state.storage import add_storage_user
 
     uses = task_uses(task, cloud, config)
-    regions = {u.bucket: _region(u, cloud, region) for u in uses if u.created}
+    regions = {u.bucket: bucket_region(u, cloud, region) for u in uses if u.created}
     for use in uses:
         if not use.created:
             continue
         ensure_bucket(use, regions[use.bucket], cluster, config, db, say, progress)
         add_storage_user(db, use.bucket, cluster)
-    env = rclone_env(uses, config, regions=regions)
+    from skyc.apply.bucket_uploads import upload_sources
+
+    here = rclone_env(uses, config, regions=regions)  # this machine: the user's own
     for use in uses:
         if use.uploads:
-            upload_sources(use, env, say)
-    return Buckets(uses, env)
+            upload_sources(use, here, say, storage_workspace(use.bucket))
+    return Buckets(uses, rclone_env(uses, config, regions=regions, cloud=cloud))
 
 
 def ensure_bucket(use: BucketUse, region: str, cluster: str, config: SkycConfig,
@@ -167,43 +169,6 @@ def _apply(use: BucketUse, workspace: Path, engine: str, db: StateDB,
         raise StorageError(f"{use.field}: creating {use.url} failed: {exc}",
                            hint=exc.hint) from exc
     set_storage_status(db, use.bucket, "READY")
-
-
-def upload_sources(use: BucketUse, env: dict[str, str], say: Say) -> None:
-    """Upload the local sources into the bucket (the workdir's ignore rules apply; only
-    what changed is sent): one directory's contents at the top, else each by its name."""
-    from skyc.storage import rclone
-
-    for source in use.uploads:
-        path = Path(source).expanduser()
-        dest = use.remote if len(use.uploads) == 1 and path.is_dir() else (
-            f"{use.remote}/{path.name}" if path.is_dir() else use.remote)
-        say("upload", f"{source} -> {use.url}")
-        args = ["copy", str(path), dest]
-        listing = _file_list(path) if path.is_dir() else None
-        if listing is not None:
-            args += ["--files-from-raw", str(listing)]
-        try:
-            done = rclone.run(args, env, timeout=24 * 3600)
-        finally:
-            if listing is not None:
-                listing.unlink(missing_ok=True)
-        if done.returncode != 0:
-            raise StorageError(f"{use.field}.source: uploading {source} to {use.url} "
-                               f"failed: {rclone.reason(done.stderr)}")
-
-
-def _file_list(root: Path) -> Path:
-    """The files of ``root`` the ignore rules keep, one per line, in a private file."""
-    import tempfile
-
-    from skyc.runtime.sync import scan
-
-    files = sorted(rel for rel, entry in scan(root).items() if entry[0] == "f")
-    handle, name = tempfile.mkstemp(prefix="skyc-upload-", suffix=".txt")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write("".join(f"{rel}\n" for rel in files))
-    return Path(name)
 
 
 def destroy_bucket(record: StorageRecord, db: StateDB,

@@ -19,7 +19,9 @@ _COMPILE_HELP = (
     "Compile a task into its placement plan and infrastructure stacks, as files.\n\n"
     "Writes DIR/plan.json and each task's stack as its engine reads it: "
     "DIR/<cluster>/main.tf.json for terraform, DIR/<cluster>/__main__.py and Pulumi.yaml "
-    "for pulumi (no CLI needed); nothing else: no keys, no state. The cluster's SSH public "
+    "for pulumi (no CLI needed); each bucket a task creates (file_mounts with a name) is "
+    "a stack of its own, DIR/storage-<bucket>/; nothing else: no keys, no state. The "
+    "cluster's SSH public "
     "key is the stack's one input (ssh_public_key), filled in when the stack is applied, so "
     "the output is secret-free and the same task, catalog and config always give "
     "byte-identical files."
@@ -51,7 +53,6 @@ def compile_cmd(
     from skyc.model.cluster_names import cluster_names_for
     from skyc.optimizer import optimize
     from skyc.settings.config import load_config
-    from skyc.stacks import emit
     from skyc.task import load_tasks
 
     config = load_config()
@@ -62,26 +63,40 @@ def compile_cmd(
     cat = catalog_for(config, tasks, infra=infra, catalog_dir=catalog, scope=scope)
     parallel = task_set.header is not None and task_set.header.execution == "parallel"
     plan = optimize(tasks, cat, infra=infra, edges=[] if parallel else None)
+    from skyc.apply.bucket_jobs import compiled_bucket_stacks
+
     stacks: list[dict[str, str]] = []
     for task, task_plan, cluster in zip(tasks, plan.tasks, cluster_names_for(tasks), strict=True):
         placement = task_plan.placement
         candidate = task.candidates()[placement.candidate_index]
         workspace = out / cluster
-        name = choose_engine(placement.cloud, engine, config)
         stack = build_stack(cluster, placement, candidate, config=config, workspace=workspace)
-        files = emit(stack, name)
-        workspace.mkdir(parents=True, exist_ok=True)
-        for file_name, text in files.items():
-            (workspace / file_name).write_text(text)
-        first = next(iter(files))  # the main file: main.tf.json, __main__.py
-        entry = {"cluster": cluster, "task": task_plan.name, "path": f"{cluster}/{first}"}
-        if name != "terraform":
-            entry["engine"] = name
-        stacks.append(entry)
-        console.print(f"{task_plan.name}: {placement.infra} -> {workspace / first} ({name})")
+        buckets = compiled_bucket_stacks(task, cluster, placement.cloud, placement.region,
+                                         config)
+        for one in [stack, *buckets]:
+            name = choose_engine(one.cloud, engine, config)
+            entry = _write_stack(one, name, out / one.name, task_plan.name)
+            stacks.append(entry)
+            console.print(f"{task_plan.name}: {placement.infra if one is stack else 'bucket'}"
+                          f" -> {out / entry['path']} ({name})")
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(_plan_json(plan, stacks))
     console.print(f"wrote {out / 'plan.json'}")
+
+
+def _write_stack(stack: Any, engine: str, workspace: Path, task: str) -> dict[str, str]:
+    """Write one stack's files; its entry in plan.json's ``stacks``."""
+    from skyc.stacks import emit
+
+    files = emit(stack, engine)
+    workspace.mkdir(parents=True, exist_ok=True)
+    for file_name, text in files.items():
+        (workspace / file_name).write_text(text)
+    first = next(iter(files))  # the main file: main.tf.json, __main__.py
+    entry = {"cluster": stack.name, "task": task, "path": f"{stack.name}/{first}"}
+    if engine != "terraform":
+        entry["engine"] = engine
+    return entry
 
 
 compile_cmd.__doc__ = _COMPILE_HELP

@@ -661,10 +661,14 @@ BUCKET_MODES = ("MOUNT", "COPY", "MOUNT_CACHED")
 # where "off" takes sequential writes of new files only. A write-back delay above zero
 # queues each upload, so that the remote-control server counts it until it is done
 # (at zero rclone uploads while the file is released, which nothing counts). "full"
-# keeps what is read on the disk as well.
+# keeps what is read on the disk as well. A file is read with one request from where
+# a read starts (chunk size 0), not in chunks that double from 128 MiB: a 1 GiB file is
+# one request instead of four, and a seek starts a new request either way.
 MOUNT_FLAGS = {
-    "MOUNT": ("--vfs-cache-mode", "writes", "--vfs-write-back", "100ms"),
-    "MOUNT_CACHED": ("--vfs-cache-mode", "full", "--vfs-write-back", "1s"),
+    "MOUNT": ("--vfs-cache-mode", "writes", "--vfs-write-back", "100ms",
+              "--vfs-read-chunk-size", "0"),
+    "MOUNT_CACHED": ("--vfs-cache-mode", "full", "--vfs-write-back", "1s",
+                     "--vfs-read-chunk-size", "0"),
 }
 DIR_CACHE_TIME = "10s"  # how soon a mount sees objects that others wrote
 BUCKET_EXIT = 3  # the bucket cannot be used as written: missing, denied, a file

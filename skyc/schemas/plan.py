@@ -60,7 +60,8 @@ class StackDiff(Document):
 class CompiledStack(Document):
     """One stack ``skyc compile`` wrote: its main file, relative to the output folder."""
 
-    cluster: str
+    cluster: str = Field(description="the cluster's name; storage-<bucket> for the stack of "
+                         "a bucket the task creates")
     task: str
     path: str
     engine: str = Field(default="terraform", description="absent: terraform")

@@ -3,8 +3,9 @@ each store the task uses, credentials among them.
 
 The credentials are the user's own (each store reads them from the environment or its
 usual files), handed to the nodes' mount processes only: never written into a stack,
-a plan file, a log or the state. Without any, the nodes use their own identity
-(``ENV_AUTH``: an instance role, a service account).
+a plan file, a log or the state. Nodes on the cloud whose store it is use their own
+identity instead (``ENV_AUTH``: the cluster's instance role or service account, which
+its stack grants exactly the task's buckets), as do nodes when no credentials are found.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from skyc.settings.config import SkycConfig
-from skyc.storage.stores import store
+from skyc.storage.stores import native_store, store
 from skyc.storage.stores.s3 import DEFAULT_REGION as DEFAULT_S3_REGION
 from skyc.storage.stores.s3 import aws_credentials
 from skyc.storage.uses import BucketUse
@@ -29,17 +30,22 @@ def s3_configured(config: SkycConfig, env: Mapping[str, str], home: Path) -> boo
 
 def rclone_env(uses: Iterable[BucketUse], config: SkycConfig,
                env: Mapping[str, str] | None = None, home: Path | None = None,
-               regions: Mapping[str, str] | None = None) -> dict[str, str]:
+               regions: Mapping[str, str] | None = None,
+               cloud: str | None = None) -> dict[str, str]:
     """``RCLONE_CONFIG_<REMOTE>_<SETTING>`` for every store ``uses`` name.
-    ``regions``: a created bucket's region, by bucket."""
+    ``regions``: a created bucket's region, by bucket. ``cloud``: where the nodes are
+    (None: this machine, which uses the user's credentials)."""
     env = os.environ if env is None else env
     home = Path.home() if home is None else home
+    native = native_store(cloud) if cloud is not None else None
     out: dict[str, str] = {}
     for use in uses:
         found = store(use.store)
         region = (regions or {}).get(use.bucket)
-        settings = found.rclone(found.credentials(env, home, config),
-                                found.settings(use.location, config, env, home, region))
+        where = found.settings(use.location, config, env, home, region)
+        # On its own cloud (not an emulator's endpoint) a node has an identity of its own.
+        own = native is found and not where.get("endpoint")
+        settings = found.rclone({} if own else found.credentials(env, home, config), where)
         prefix = f"RCLONE_CONFIG_{found.remote.upper()}_"
         for key, value in settings.items():
             out.setdefault(prefix + key, value)

@@ -54,6 +54,16 @@ class AcceleratorRequest(_Frozen):
     min_memory_gib: float | None = None
 
 
+class BucketGrant(_Frozen):
+    """A bucket the task's nodes reach (``file_mounts``): its store (None: the store of
+    the cloud the task lands on, for a bucket skyc creates), its name, and whether the
+    nodes write to it (every mount mode but COPY)."""
+
+    store: str | None
+    bucket: str
+    write: bool = False
+
+
 class ResourceCandidate(_Frozen):
     """One concrete alternative of a task's resources, all fields resolved."""
 
@@ -72,3 +82,5 @@ class ResourceCandidate(_Frozen):
     image_id: str | dict[str, str] | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     accelerator_args: dict[str, Any] = Field(default_factory=dict)
+    # The buckets the task mounts: what the target grants the cluster's identity.
+    buckets: tuple[BucketGrant, ...] = ()

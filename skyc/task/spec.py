@@ -243,9 +243,13 @@ class Task(_Model):
         return {k: v for k, v in self.envs.items() if v is not None}
 
     def candidates(self) -> list[ResourceCandidate]:
+        """Each alternative of ``resources``, with the buckets the task's nodes reach."""
+        from skyc.task.buckets import bucket_grants
         from skyc.task.expand import expand_resources
 
-        return expand_resources(self.resources)
+        found = expand_resources(self.resources)
+        grants = bucket_grants(self.file_mounts) if self.file_mounts else ()
+        return [c.model_copy(update={"buckets": grants}) for c in found] if grants else found
 
     def dump(self) -> dict[str, Any]:
         """The normalized task as plain data (YAML/JSON-ready). Secret values are

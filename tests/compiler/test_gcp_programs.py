@@ -41,6 +41,9 @@ VMS: dict[str, dict[str, Any]] = {
                   "scheduling": ON_DEMAND_GPU, "disk": "pd-ssd", "size": 512.0, "image": DLVM},
     "l4_g2": {"machineType": "g2-standard-4", "guestAccelerators": None,
               "scheduling": ON_DEMAND_GPU, "disk": "pd-balanced", "image": DLVM},
+    "gcs_buckets_bindings": {"machineType": "g2-standard-4", "guestAccelerators": None,
+                             "scheduling": ON_DEMAND_GPU, "disk": "pd-balanced",
+                             "image": DLVM},
     "t4_n1_default_host": {"machineType": "n1-highmem-4",
                            "guestAccelerators": [{"type": "nvidia-tesla-t4", "count": 1.0}],
                            "scheduling": ON_DEMAND_GPU, "disk": "pd-balanced", "image": DLVM},
@@ -164,6 +167,25 @@ def test_vms(name: str, tmp_path: Path) -> None:
         assert all(vm.inputs["resourcePolicies"] == "placement_policy-id" for vm in vms)
     else:
         assert policy is None and all("resourcePolicies" not in vm.inputs for vm in vms)
+
+
+def test_the_service_account_reaches_the_tasks_gcs_buckets_and_no_other(
+        tmp_path: Path) -> None:
+    """A binding per GCS bucket the task mounts (a bucket skyc creates goes to GCS on
+    GCP): object viewer where the nodes only copy, object admin where they write; the
+    member is the cluster's own service account, the one its VMs carry."""
+    from skyc.model.stack import Ref
+
+    stack, recorded = _run(ROOT / "gcp" / "gcs_buckets_bindings", tmp_path)
+    bindings = {r.inputs["bucket"]: r for r in recorded.values()
+                if r.type == "gcp:storage/bucketIAMMember:BucketIAMMember"}
+    assert {b: r.inputs["role"] for b, r in bindings.items()} == {
+        "my-ckpts": "roles/storage.objectAdmin", "team-datasets": "roles/storage.objectViewer"}
+    # The member is the account's own (known once the account exists: unknown here).
+    account = Ref(resource="service_account", attribute="member")
+    assert [r.properties["member"] for r in stack.resources
+            if r.key.startswith("bucket_access_")] == [account, account]
+    assert all("member" in r.inputs for r in bindings.values())
 
 
 @pytest.mark.parametrize("name", sorted(TPUS))

@@ -163,7 +163,7 @@ def test_exec_judges_the_task_file_before_looking_up_the_cluster(skyc: Skyc) -> 
     skyc.write("bad.yaml", "num_nodes: 0\nrun: echo hi\n")
     err = _refused(skyc("exec", "no-such-cluster", "bad.yaml"))
     assert "bad.yaml:1" in err and "num_nodes" in err, err
-    skyc.write("mount.yaml", "run: echo hi\nfile_mounts:\n  /data: s3://bucket/x\n")
+    skyc.write("mount.yaml", "run: echo hi\nfile_mounts:\n  /data: s3://Bad_Bucket/x\n")
     err = _refused(skyc("exec", "no-such-cluster", "mount.yaml"))
     assert "file_mounts./data" in err and "no-such-cluster" not in err, err
 

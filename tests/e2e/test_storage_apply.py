@@ -21,46 +21,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.e2e.conftest import Skyc
-from tests.runtime.test_bucket_mounts import FUSE_UNAVAILABLE
 from tests.support.moto_server import MotoServer, start_moto
-from tests.support.terraform import (
-    TERRAFORM_ENV,
-    plugin_dir,
-    requires_aws_provider,
-    requires_terraform,
-)
+from tests.support.storage import FUSE_UNAVAILABLE, USER_SECRET, storage_user, user_s3
+from tests.support.terraform import requires_aws_provider, requires_terraform
 
 pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider,
               pytest.mark.skipif(FUSE_UNAVAILABLE is not None,
                                  reason=FUSE_UNAVAILABLE or "")]
 
-SECRET = "skyc-e2e-secret-5d0c9a7741"  # moto takes any key: this one is looked for
+SECRET = USER_SECRET
 
 
 @pytest.fixture
 def moto(tmp_path: Path) -> Iterator[MotoServer]:
     with start_moto(tmp_path / "moto.log", skyc_amis=False, front=False) as server:
         yield server
-
-
-def _user(skyc: Skyc, moto: MotoServer) -> None:
-    skyc.env.update({**TERRAFORM_ENV, "AWS_ACCESS_KEY_ID": "AKIDSKYCTEST",
-                     "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_DEFAULT_REGION": "us-east-1"})
-    if plugin_dir():
-        skyc.env["SKYC_TF_PLUGIN_DIR"] = str(plugin_dir())
-    skyc.home.mkdir(parents=True, exist_ok=True)
-    (skyc.home / "config.yaml").write_text(yaml.safe_dump(
-        {"aws": {"endpoint_url": moto.url}}))
-
-
-def _s3(moto: MotoServer) -> object:
-    import boto3
-
-    return boto3.client("s3", region_name="us-east-1", endpoint_url=moto.url,
-                        aws_access_key_id="AKIDSKYCTEST", aws_secret_access_key=SECRET)
 
 
 def _buckets(s3: object) -> set[str]:
@@ -103,8 +80,8 @@ run: |
 
 
 def test_buckets_from_plan_to_delete(skyc: Skyc, moto: MotoServer) -> None:
-    _user(skyc, moto)
-    s3 = _s3(moto)
+    storage_user(skyc, moto)
+    s3 = user_s3(moto)
     tag = uuid.uuid4().hex[:8]
     src, ckpt, ds = f"src-{tag}", f"ckpt-{tag}", f"ds-{tag}"
     s3.create_bucket(Bucket=src)  # type: ignore[attr-defined]
@@ -165,7 +142,7 @@ def test_buckets_from_plan_to_delete(skyc: Skyc, moto: MotoServer) -> None:
 
 def test_a_missing_source_bucket_is_refused_before_anything_is_made(
         skyc: Skyc, moto: MotoServer) -> None:
-    _user(skyc, moto)
+    storage_user(skyc, moto)
     skyc.write("bad.yaml", "name: bad\nresources:\n  infra: local\nfile_mounts:\n"
                "  ~/d: s3://no-such-bucket-here/x\nrun: echo hi\n")
     out = skyc("apply", "bad.yaml", "--yes", timeout=300)

@@ -83,8 +83,21 @@ def test_the_controller_policy_allows_what_the_stacks_do_and_nothing_broad() -> 
     assert ec2_kinds <= served, ec2_kinds - served
     wildcard = [a for a in actions if a.endswith("*")]
     assert wildcard == ["ec2:Describe*"], wildcard
-    assert not [a for a in actions if a.startswith("iam:") and
-                a != "iam:CreateServiceLinkedRole"]
+    assert {a.split(":")[0] for a in actions} == {"ec2", "iam", "s3", "ssm", "sts"}
+    # IAM: the job clusters' own roles only (never the controller's: no escalation).
+    for statement in doc["Statement"]:
+        iam = [a for a in statement["Action"] if a.startswith("iam:")]
+        if not iam or iam == ["iam:CreateServiceLinkedRole"]:
+            continue
+        targets = statement["Resource"]
+        targets = [targets] if isinstance(targets, str) else targets
+        assert all(t.split(":")[-1].startswith(("role/skyc-skyc-job-",
+                                                "instance-profile/skyc-skyc-job-"))
+                   for t in targets), statement
+        assert not any(t.endswith(_role_name(controller_cluster_name())) for t in targets)
+    [passing] = [s for s in doc["Statement"] if "iam:PassRole" in s["Action"]]
+    assert passing["Condition"] == {"StringEquals": {"iam:PassedToService":
+                                                     "ec2.amazonaws.com"}}
     [linked] = [s for s in doc["Statement"] if "iam:CreateServiceLinkedRole" in s["Action"]]
     assert linked["Resource"].endswith("/spot.amazonaws.com/AWSServiceRoleForEC2Spot")
     assert linked["Condition"] == {"StringEquals": {"iam:AWSServiceName":
@@ -163,3 +176,30 @@ def test_the_controller_stack_applies_on_moto_and_leaves_no_role(
             if r["RoleName"].startswith("skyc-")] == []
     assert iam.list_instance_profiles()["InstanceProfiles"] == []
     assert {k: v for k, v in cloud_resources(moto).items() if v} == {}
+
+
+def test_a_task_with_s3_buckets_gets_a_role_that_reaches_them_and_nothing_else(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skyc.task.candidate import BucketGrant
+
+    monkeypatch.setenv("SKYC_HOME", str(tmp_path / "home"))
+    candidate = ResourceCandidate(index=0, disk_tier="low", buckets=(
+        BucketGrant(store="s3", bucket="src-data", write=False),
+        BucketGrant(store=None, bucket="my-ckpts", write=True),   # created: the cloud's own
+        BucketGrant(store="gcs", bucket="elsewhere", write=True)))  # not AWS's to grant
+    found = _resources(candidate, tmp_path)
+    [role] = found["aws_iam_role"].values()
+    [policy] = found["aws_iam_role_policy"].values()
+    [profile] = found["aws_iam_instance_profile"].values()
+    assert role["name"] == profile["name"] == _role_name(controller_cluster_name())
+    for instance in found["aws_instance"].values():
+        assert instance["iam_instance_profile"] == "${aws_iam_instance_profile.nodes.name}"
+    statements = {s["Sid"]: s for s in json.loads(policy["policy"])["Statement"]}
+    assert statements["ListBuckets"]["Resource"] == ["arn:aws:s3:::my-ckpts",
+                                                     "arn:aws:s3:::src-data"]
+    assert statements["ReadObjects"]["Resource"] == ["arn:aws:s3:::my-ckpts/*",
+                                                     "arn:aws:s3:::src-data/*"]
+    assert statements["WriteObjects"]["Resource"] == ["arn:aws:s3:::my-ckpts/*"]
+    assert {a for s in statements.values() for a in s["Action"]} <= {
+        "s3:GetBucketLocation", "s3:ListBucket", "s3:GetObject", "s3:PutObject",
+        "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"}

@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import Skyc, wait_until
-from tests.e2e.test_storage_apply import SECRET, _s3, _user
 from tests.jobs.conftest import kill_node, wait_for
-from tests.runtime.test_bucket_mounts import FUSE_UNAVAILABLE
 from tests.support.moto_server import MotoServer, start_moto
+from tests.support.storage import FUSE_UNAVAILABLE, USER_SECRET, storage_user, user_s3
 from tests.support.terraform import requires_aws_provider, requires_terraform
 
 pytestmark = [pytest.mark.slow, pytest.mark.aws, requires_terraform, requires_aws_provider,
@@ -52,8 +51,8 @@ run: |
 
 def test_a_lost_cluster_resumes_from_the_checkpoint_in_its_bucket(
         jobs: Skyc, moto: MotoServer) -> None:
-    _user(jobs, moto)
-    s3 = _s3(moto)
+    storage_user(jobs, moto)
+    s3 = user_s3(moto)
     bucket = f"ckpt-{uuid.uuid4().hex[:8]}"
     jobs.write("train.yaml", TRAIN.format(bucket=bucket))
     jobs.ok("jobs", "launch", "train.yaml", "-y", "-d", timeout=300)
@@ -75,4 +74,4 @@ def test_a_lost_cluster_resumes_from_the_checkpoint_in_its_bucket(
     assert bucket not in names
     assert jobs.ok("storage", "ls").stdout.startswith("no buckets")
     assert not [p for p in jobs.home.rglob("*") if p.is_file()
-                and SECRET.encode() in p.read_bytes()]
+                and USER_SECRET.encode() in p.read_bytes()]

@@ -26,28 +26,12 @@ from skyc.runtime.run import run_job
 from skyc.runtime.spec import BucketMount, JobSpec
 from tests.support.moto_server import MotoServer, start_moto
 from tests.support.sshd import SshdCluster, unmount_under
+from tests.support.storage import FUSE_UNAVAILABLE
 
 SECRET = "skyc-test-secret-9b41d7c2e08f"  # moto takes any key: this one is looked for
 CA_FILE = "/etc/ssl/certs/ca-certificates.crt"
 
 
-def _fuse_unavailable() -> str | None:
-    if shutil.which("rclone") is None:
-        return "rclone is not installed (Debian package rclone)"
-    if shutil.which("fusermount3") is None and shutil.which("fusermount") is None:
-        return "fusermount3 is not installed (Debian package fuse3)"
-    if not os.path.exists("/dev/fuse"):
-        return "no /dev/fuse: FUSE is not available on this machine"
-    if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
-        return "needs root (or /dev/fuse open to this user) to mount on local nodes"
-    try:
-        import moto  # noqa: F401
-    except ImportError:
-        return "moto is not installed"
-    return None
-
-
-FUSE_UNAVAILABLE = _fuse_unavailable()
 needs_fuse = pytest.mark.skipif(FUSE_UNAVAILABLE is not None, reason=FUSE_UNAVAILABLE or "")
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from skyc.compiler.aws import images, roles
 from skyc.compiler.aws import tags as tag_rules
+from skyc.compiler.aws.storage import STORE
 from skyc.compiler.base import BuildRequest, node_name, port_range
 from skyc.compiler.keys import ensure_key_pair
 from skyc.compiler.templates import render
@@ -283,6 +284,31 @@ def _controller_role(stack: Stack, labels: dict[str, str], request: BuildRequest
     return Ref(resource="controller_profile", attribute="name")
 
 
+def _bucket_role(stack: Stack, labels: dict[str, str], request: BuildRequest) -> Ref | None:
+    """The role of a cluster whose task mounts S3 buckets: it reaches those buckets and
+    nothing else (skyc.compiler.aws.roles.bucket_policy); its instance profile's name,
+    None for a task without S3 buckets."""
+    grants = [(g.bucket, g.write) for g in request.candidate.buckets
+              if g.store in (None, STORE)]
+    if not grants:
+        return None
+    cluster = request.cluster
+    name = roles.role_name(cluster, request.owner_hash)
+    tags = _tags(labels, name)
+    stack.add(_resource("iam_role", "node_role", "nodes", {
+        "name": name, "description": f"skyc cluster {cluster}: the buckets its task mounts",
+        "assume_role_policy": roles.trust_policy(), "tags": tags,
+    }))
+    role = Ref(resource="node_role", attribute="name")
+    stack.add(_resource("iam_role_policy", "bucket_policy", "nodes", {
+        "name": "skyc-buckets", "role": role, "policy": roles.bucket_policy(grants),
+    }))
+    stack.add(_resource("instance_profile", "node_profile", "nodes", {
+        "name": name, "role": role, "tags": tags,
+    }))
+    return Ref(resource="node_profile", attribute="name")
+
+
 def uses_efa(placement: Placement, candidate: ResourceCandidate) -> bool:
     return candidate.network_tier == "best" and placement.instance_type in EFA_INSTANCE_TYPES
 
@@ -415,7 +441,8 @@ def build(request: BuildRequest) -> Stack:
         "key_name": f"skyc-{name}", "public_key": Var(name="ssh_public_key"),
         "tags": _tags(labels, f"skyc-{name}"),
     }))
-    profile = _controller_role(stack, labels, request) if request.jobs_controller else None
+    profile = (_controller_role(stack, labels, request) if request.jobs_controller
+               else _bucket_role(stack, labels, request))
     public_ips = _instances(stack, labels, request, profile)
     nodes = range(placement.num_nodes)
     stack.outputs = {

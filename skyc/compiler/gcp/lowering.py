@@ -29,6 +29,7 @@ from skyc.compiler.gcp import names, tpu, vm
 from skyc.compiler.gcp.images import tpu_accelerator
 from skyc.compiler.gcp.metadata import SSH_USER, metadata
 from skyc.compiler.gcp.resources import block, resource
+from skyc.compiler.gcp.storage import STORE, add_bucket_bindings
 from skyc.compiler.keys import ensure_key_pair
 from skyc.errors import ConfigError, UnsupportedFeature
 from skyc.model.stack import Output, Provider, Ref, Stack, Var, Variable
@@ -132,6 +133,8 @@ def build(request: BuildRequest) -> Stack:
     _network(stack, site, placement.region, candidate.ports)
     if site.scopes:
         _service_account(stack, request)
+        grants = [(g.bucket, g.write) for g in candidate.buckets if g.store in (None, STORE)]
+        add_bucket_bindings(stack, grants, "service_account")
     if tpu_accelerator(placement):
         stack.outputs = tpu.add_tpu_vms(stack, site, placement, candidate)
     else:

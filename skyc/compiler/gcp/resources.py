@@ -22,6 +22,8 @@ TYPES: dict[str, str] = {
     "instance": "gcp.compute.Instance",
     "tpu_vm": "gcp.tpu.V2Vm",
     "service_account": "gcp.serviceaccount.Account",
+    "bucket": "gcp.storage.Bucket",
+    "bucket_iam_member": "gcp.storage.BucketIAMMember",
 }
 
 
