@@ -99,8 +99,15 @@ def add_storage_user(db: StateDB, name: str, cluster: str) -> None:
 
 
 def live_users(db: StateDB, record: StorageRecord) -> list[str]:
-    """The clusters still in the state that mount the bucket."""
+    """The clusters still in the state that mount the bucket, and those of managed jobs
+    not finished (between two attempts a job has no cluster, and mounts it again)."""
+    from skyc.model.managed_jobs import cluster_for
+    from skyc.state.managed_jobs import ManagedJobStore
+
     live = {c.name for c in db.list_clusters()}
+    for job in ManagedJobStore(db).all_jobs():
+        if not job.done:
+            live |= {cluster_for(job, i) for i in range(job.num_tasks)}
     return [u for u in record.users if u in live]
 
 
