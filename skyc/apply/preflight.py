@@ -47,8 +47,6 @@ def _mount_problems(task: Task) -> list[str]:
             continue
         if not Path(source).expanduser().exists():
             out.append(f"file_mounts.{target}: {source} does not exist on this machine")
-    if task.volumes:
-        out.append("volumes: volumes are not supported yet")
     return out
 
 

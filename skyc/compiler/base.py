@@ -115,6 +115,17 @@ def check_supported(caps: Capabilities, placement: Placement, candidate: Resourc
         )
     if candidate.image_id is not None and not caps.custom_images:
         raise UnsupportedFeature(f"image_id: {caps.cloud} does not use machine images")
+    if candidate.volumes and not caps.volumes:
+        raise UnsupportedFeature(
+            f"volumes: {caps.cloud} nodes mount no volumes; volumes are Kubernetes "
+            "PersistentVolumeClaims (infra: k8s)",
+            hint="place the task on Kubernetes, or keep its data in a bucket (file_mounts)")
+    shared = [v.target for v in candidate.volumes  # an existing volume's own mode decides
+              if v.size is not None and v.access_mode != "ReadWriteMany"]
+    if shared and placement.num_nodes > 1:
+        raise UnsupportedFeature(
+            f"volumes.{shared[0]}: {placement.num_nodes} nodes mount it, which needs "
+            "config.access_mode: ReadWriteMany (and a storage class that offers it)")
     check_accelerator_args(candidate.accelerator_args)
 
 

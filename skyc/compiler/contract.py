@@ -61,6 +61,8 @@ class Capabilities(NamedTuple):
     # to provision this target's clusters: "instance-role" (a role attached to the
     # nodes, scoped to what skyc's stacks need). None: skyc gives them none yet.
     controller_credentials: str | None = None
+    # The nodes mount a task's volumes (Kubernetes PersistentVolumeClaims).
+    volumes: bool = False
 
 
 class CredentialCheck(Protocol):

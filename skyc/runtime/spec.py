@@ -162,8 +162,6 @@ def job_spec_from_task(task: Any, buckets: list[BucketMount] | None = None,
                     hint="run the task with `skyc apply`")
             continue
         file_mounts[str(target)] = source
-    if getattr(task, "volumes", None):
-        raise UnsupportedFeature("volumes: volumes are not supported by the runtime yet")
     envs = task.env_values() if hasattr(task, "env_values") else dict(task.envs or {})
     secrets = (task.secret_values() if hasattr(task, "secret_values")
                else dict(task.secrets or {}))

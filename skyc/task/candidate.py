@@ -64,6 +64,18 @@ class BucketGrant(_Frozen):
     write: bool = False
 
 
+class VolumeClaim(_Frozen):
+    """A volume the task mounts at ``target``: an existing one by ``name`` (a Kubernetes
+    PersistentVolumeClaim), or one of ``size`` made with the cluster and deleted with it."""
+
+    target: str
+    name: str | None = None
+    size: str | None = None
+    access_mode: str = "ReadWriteOnce"
+    storage_class: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
 class ResourceCandidate(_Frozen):
     """One concrete alternative of a task's resources, all fields resolved."""
 
@@ -84,3 +96,5 @@ class ResourceCandidate(_Frozen):
     accelerator_args: dict[str, Any] = Field(default_factory=dict)
     # The buckets the task mounts: what the target grants the cluster's identity.
     buckets: tuple[BucketGrant, ...] = ()
+    # The volumes the task mounts (``volumes``): a target with ``volumes`` lowers them.
+    volumes: tuple[VolumeClaim, ...] = ()

@@ -218,6 +218,14 @@ class Task(_Model):
         description="free-form, as in SkyPilot; skyc reads _metadata.skyc (duration)"
     )
 
+    @field_validator("volumes")
+    @classmethod
+    def _volumes_as_written(cls, volumes: dict[str, Any]) -> dict[str, Any]:
+        from skyc.task.volumes import volume_claims
+
+        volume_claims(volumes)  # a name, or {size, labels, config}; ValueError otherwise
+        return volumes
+
     @property
     def duration(self) -> Duration | None:
         """``_metadata.skyc.duration``: how long the task runs (None when not given)."""
@@ -248,8 +256,14 @@ class Task(_Model):
         from skyc.task.expand import expand_resources
 
         found = expand_resources(self.resources)
-        grants = bucket_grants(self.file_mounts) if self.file_mounts else ()
-        return [c.model_copy(update={"buckets": grants}) for c in found] if grants else found
+        extra: dict[str, Any] = {}
+        if self.file_mounts:
+            extra["buckets"] = bucket_grants(self.file_mounts)
+        if self.volumes:
+            from skyc.task.volumes import volume_claims
+
+            extra["volumes"] = volume_claims(self.volumes)
+        return [c.model_copy(update=extra) for c in found] if extra else found
 
     def dump(self) -> dict[str, Any]:
         """The normalized task as plain data (YAML/JSON-ready). Secret values are

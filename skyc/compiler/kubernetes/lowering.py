@@ -96,6 +96,7 @@ _KEEP_ALIVE = "trap 'exit 0' TERM INT; sleep infinity & wait"
 TYPES = {
     "pod": "kubernetes.core.v1.Pod",
     "service": "kubernetes.core.v1.Service",
+    "volume": "kubernetes.core.v1.PersistentVolumeClaim",
 }
 
 
@@ -240,6 +241,28 @@ def _container(img: str, shape: _Shape, env: list[dict[str, str]], best: bool,
     return container
 
 
+def _volumes(request: BuildRequest, stack: Stack, service: str, namespace: str | None,
+             labels: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The task's volumes as (pod volume name, claim name, mount path): an existing
+    claim by its name; one made with the cluster (``size``) a PersistentVolumeClaim of
+    the stack, deleted with it. The resource keys the pods depend on are the claims'."""
+    mounts = []
+    for i, claim in enumerate(request.candidate.volumes):
+        claim_name = claim.name
+        if claim_name is None:
+            claim_name = f"{service[:240]}-vol-{i}"
+            spec: dict[str, Any] = {"accessModes": [claim.access_mode],
+                                    "resources": {"requests": {"storage": claim.size}}}
+            if claim.storage_class:
+                spec["storageClassName"] = claim.storage_class
+            stack.add(_resource("volume", f"volume_{i}", {
+                "metadata": _metadata(claim_name, namespace,
+                                      {**manifest.labels(claim.labels), **labels}),
+                "spec": spec}))
+        mounts.append((f"vol-{i}", claim_name, claim.target))
+    return mounts
+
+
 def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | None,
           labels: dict[str, str]) -> list[str]:
     placement, candidate = request.placement, request.candidate
@@ -254,6 +277,8 @@ def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | No
     open_ports = ports(candidate)
     pod_config = kube.pod_config or {}
     manifest.check_pod_config(pod_config)
+    volumes = _volumes(request, stack, service, namespace, labels)
+    made = [f"volume_{i}" for i, v in enumerate(candidate.volumes) if v.name is None]
     keys = []
     for rank in range(placement.num_nodes):
         host = node_name(rank)
@@ -264,8 +289,12 @@ def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | No
             "containers": [_container(img, shape, env, best, extra,
                                       open_ports if rank == 0 else [])],
             "volumes": [{"emptyDir": {"medium": "Memory", "sizeLimit": f"{shape.shm}Gi"},
-                         "name": "dshm"}],
+                         "name": "dshm"},
+                        *({"name": n, "persistentVolumeClaim": {"claimName": c}}
+                          for n, c, _ in volumes)],
         }
+        spec["containers"][0]["volumeMounts"] += [{"mountPath": path, "name": n}
+                                                  for n, _, path in volumes]
         affinity = shape.affinity(selector(labels, request), best)
         if affinity:
             spec["affinity"] = affinity
@@ -284,7 +313,7 @@ def _pods(request: BuildRequest, stack: Stack, service: str, namespace: str | No
         merged.pop("apiVersion", None)
         merged.pop("kind", None)
         key = f"node_{rank}"
-        stack.add(_resource("pod", key, merged, depends_on=["headless"]))
+        stack.add(_resource("pod", key, merged, depends_on=["headless", *made]))
         keys.append(key)
     return keys
 

@@ -67,5 +67,6 @@ TARGET = Kubernetes(
         # hundred a single stack's apply gets slow and a JobSet would fit better.
         max_nodes=256,
         controller_credentials=None,  # not yet: an in-cluster service account
+        volumes=True,  # PersistentVolumeClaims, existing or made with the cluster
     ),
 )
