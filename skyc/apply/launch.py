@@ -129,6 +129,7 @@ def make_plan(
     config: SkycConfig | None = None,
 ) -> Plan:
     """Optimize the tasks over the catalog, with failed scopes blocked."""
+    from skyc.apply.data_sources import task_data
     from skyc.apply.infra import catalog_for
     from skyc.optimizer import optimize
 
@@ -141,6 +142,7 @@ def make_plan(
         target=opts.target,  # type: ignore[arg-type]
         infra=opts.infra,
         allowed=opts.allowed,
+        data=task_data(tasks),
     )
 
 

@@ -248,6 +248,7 @@ def place_tasks(paths: Sequence[Path], opts: PlanDiffOptions,
                 say: PlanProgress | None = None) -> PlacedPlan:
     """The tasks of ``paths`` placed by the optimizer over the infra in scope, within
     the policy's constraint, with what is said beside the plan; no engine runs."""
+    from skyc.apply.data_sources import task_data
     from skyc.apply.infra import catalog_for, plan_scope
     from skyc.apply.plan_policy import policy_constraint
     from skyc.optimizer import optimize as run_optimizer
@@ -270,7 +271,8 @@ def place_tasks(paths: Sequence[Path], opts: PlanDiffOptions,
     plan = run_optimizer(tasks, cat, target="time" if opts.optimize == "time" else "cost",
                          infra=opts.infra, edges=[] if parallel else None,
                          allowed=policy_constraint(opts.policy_file, files[0], config),
-                         report=lambda task, note: excluded.append(f"{task}: {note}"))
+                         report=lambda task, note: excluded.append(f"{task}: {note}"),
+                         data=task_data(tasks))
     _check_node_limits(plan)
     run = run_cost(plan, [task_duration(t) for t in tasks],
                    "parallel" if parallel else "serial")

@@ -56,8 +56,10 @@ def moved_inputs(saved: SavedPlan, tasks: list[Task], config: SkycConfig) -> lis
     catalog_dir = Path(opts.catalog_dir) if opts.catalog_dir else None
     if not moved:
         cat = catalog_for(config, tasks, infra=opts.infra, catalog_dir=catalog_dir)
+        from skyc.apply.data_sources import task_data
+
         plan = optimize(list(tasks), cat, target="time" if opts.optimize == "time" else "cost",
-                        infra=opts.infra)
+                        infra=opts.infra, data=task_data(tasks))
         if digests.of_catalog(plan) != saved.inputs.catalog:
             moved.append("the catalog changed (an offer or price the plan chose or ranked)")
     by_name = {t.cluster: t for t in saved.tasks}

@@ -62,7 +62,10 @@ def compile_cmd(
     scope = plan_scope(config, tasks, infra=infra, catalog_dir=catalog, fall_back=True)
     cat = catalog_for(config, tasks, infra=infra, catalog_dir=catalog, scope=scope)
     parallel = task_set.header is not None and task_set.header.execution == "parallel"
-    plan = optimize(tasks, cat, infra=infra, edges=[] if parallel else None)
+    from skyc.apply.data_sources import task_data
+
+    plan = optimize(tasks, cat, infra=infra, edges=[] if parallel else None,
+                    data=task_data(tasks))
     from skyc.apply.bucket_jobs import compiled_bucket_stacks
 
     stacks: list[dict[str, str]] = []

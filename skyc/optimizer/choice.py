@@ -27,6 +27,7 @@ class Choice(NamedTuple):
     hours: float                # time model (see timemodel)
     accelerators: dict[str, float] | None
     run_hours: float | None = None  # the task's duration on this offer, when known
+    data_cost: float = 0.0      # egress of reading the task's data here (USD, once)
 
     @property
     def run_cost(self) -> float | None:
@@ -34,8 +35,10 @@ class Choice(NamedTuple):
 
     def objective(self, target: Target) -> float:
         if self.run_hours is not None:
-            return self.hourly_cost * self.run_hours if target == "cost" else self.run_hours
-        return self.hourly_cost if target == "cost" else self.hours
+            if target == "cost":
+                return self.hourly_cost * self.run_hours + self.data_cost
+            return self.run_hours
+        return self.hourly_cost + self.data_cost if target == "cost" else self.hours
 
     def key(self, target: Target) -> tuple[int, bool, float, float, str, str, str, str, int]:
         other = self.objective("time" if target == "cost" else "cost")

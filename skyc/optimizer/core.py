@@ -12,6 +12,7 @@ from skyc.optimizer.choice import Choice, Target
 from skyc.optimizer.concurrency import peak_tasks
 from skyc.optimizer.constraints import Allowed, Report
 from skyc.optimizer.dag import solve_dag
+from skyc.optimizer.data import DataSource, data_note, with_data
 from skyc.optimizer.durations import run_reason, task_duration, with_run_hours
 from skyc.optimizer.feasible import task_choices
 from skyc.optimizer.options import TaskOptionsMemo
@@ -78,13 +79,16 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
              blocked: Sequence[Blocked] = (), target: Target = "cost",
              infra: str | None = None, edges: Sequence[tuple[int, int]] | None = None,
              durations: Sequence[StepDuration | None] | None = None,
-             allowed: Allowed | None = None, report: Report | None = None) -> Plan:
+             allowed: Allowed | None = None, report: Report | None = None,
+             data: Sequence[Sequence[DataSource]] | None = None) -> Plan:
     """Place every task. ``edges`` None = a chain in list order. ``durations`` None =
     each task's own ``duration`` (``_metadata.skyc.duration``), if it has one; with
     every task's known, the whole run is minimised (see ``durations``). ``allowed``: a
     constraint on placements (a policy, see :mod:`skyc.optimizer.constraints`);
     ``report(task, note)`` hears which better offers it excluded. Tasks that ask for
-    the same resources share their options (``options``)."""
+    the same resources share their options (``options``). ``data``: per task, the
+    buckets it reads (see :mod:`skyc.optimizer.data`): reading them from elsewhere
+    costs egress, counted in its objective."""
     if target not in ("cost", "time"):
         raise ConfigError(f"--optimize must be cost or time, not '{target}'")
     memo = TaskOptionsMemo(catalog, blocked=blocked, infra=parse_infra(infra), target=target,
@@ -111,10 +115,14 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
             if id(row) not in ranked:
                 ranked[id(row)] = ranked_options(row, target)
         options = [ranked[id(row)] for row in timed]
+    _read_data(data or [], all_choices, options, target)
     picks, _ = place(options, edge_list, gb, target, _weight(catalog, target))
+    notes = [(*opts.notes, *([data_note(picks[i], all_choices[i], data[i])]
+                             if data and data[i] else [])) for i, opts in enumerate(found)]
     egress = sum(catalog.egress_cost(picks[u].offer, picks[v].offer, gb[u]) for u, v in edge_list)
+    egress += sum(c.data_cost for c in picks)  # reading the tasks' buckets
     explain = _Explained(target, joint=n > 1 and any(gb))
-    plans = [explain.task_plan(names[i], chosen, all_choices[i], found[i].notes)
+    plans = [explain.task_plan(names[i], chosen, all_choices[i], notes[i])
              for i, chosen in enumerate(picks)]
     peak = peak_tasks([c.hourly_cost for c in picks], edge_list)
     held = peak_tasks([t.placement.total_accelerators for t in plans], edge_list)
@@ -123,6 +131,15 @@ def optimize(tasks: Sequence[TaskLike], catalog: CatalogLike, *,
         peak_tasks=peak, peak_accelerator_tasks=held, optimize=target, catalog=catalog.source,
         egress_cost=round(egress, 6), objective="run" if timed is not None else "hourly",
     )
+
+
+def _read_data(data: Sequence[Sequence[DataSource]], all_choices: list[list[Choice]],
+               options: list[list[Choice]], target: Target) -> None:
+    """Each task's choices with the egress of reading its data there (in place)."""
+    for i, sources in enumerate(data):
+        if sources:
+            all_choices[i] = with_data(all_choices[i], sources)
+            options[i] = ranked_options(all_choices[i], target)
 
 
 class _Explained:

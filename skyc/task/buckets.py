@@ -15,6 +15,11 @@ _SCHEMES = {"s3://": "s3", "gs://": "gcs", "gcs://": "gcs", "r2://": "r2"}
 _AZURE = re.compile(r"^https://[a-z0-9]+\.blob\.core\.windows\.net/([^/]+)", re.IGNORECASE)
 
 
+def bucket_of_url(url: str) -> tuple[str, str] | None:
+    """(store, bucket) of a bucket URL; None for what is not one."""
+    return _from_url(url)
+
+
 def _from_url(url: str) -> tuple[str, str] | None:
     """(store, bucket) of a bucket URL; None for what is not one."""
     for scheme, store in _SCHEMES.items():

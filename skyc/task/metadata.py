@@ -14,6 +14,11 @@ pipeline's total cost (``skyc plan``)::
 A time is a number with a unit, ``s``, ``m``, ``h`` or ``d`` (``90m``, ``1.5h``,
 ``1h30m``); ``measured_on`` is ``NAME:COUNT`` per node, with the task's ``num_nodes``
 (not ``on``: YAML reads a bare ``on`` key as ``true``).
+
+``_metadata.skyc.reads`` says how much the task reads from each bucket (``{"s3://bucket/
+prefix": 2TB}``; a bare number is GB): reading it from another region or cloud costs
+egress, which the optimizer counts, keeping the task near its data when that is
+cheaper.
 """
 
 from __future__ import annotations
@@ -99,12 +104,45 @@ def _short_duration(v: Any) -> Any:
     return {"time": v} if isinstance(v, (str, int, float)) else v
 
 
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(B|KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|PiB)?\s*$",
+                   re.IGNORECASE)
+_UNITS = {"b": 1e-9, "kb": 1e-6, "mb": 1e-3, "gb": 1.0, "tb": 1e3, "pb": 1e6,
+          "kib": 1024 / 1e9, "mib": 1024**2 / 1e9, "gib": 1024**3 / 1e9,
+          "tib": 1024**4 / 1e9, "pib": 1024**5 / 1e9}
+
+
+def size_gb(v: Any) -> float:
+    """A data size in GB: a number (GB) or a number with a unit (``2TB``, ``500GiB``)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+        return float(v)
+    match = _SIZE.match(v) if isinstance(v, str) else None
+    if match is None:
+        raise ValueError(f"expected a size such as 2TB, 500GiB or a number of GB, got {v!r}")
+    return float(match.group(1)) * _UNITS[(match.group(2) or "GB").lower()]
+
+
+def _reads(v: Any) -> Any:
+    from skyc.task.buckets import bucket_of_url
+
+    if not isinstance(v, dict):
+        raise ValueError("reads maps bucket URLs to the size read from each")
+    out = {}
+    for url, size in v.items():
+        if not isinstance(url, str) or bucket_of_url(url) is None:
+            raise ValueError(f"reads: {url!r} is not a bucket URL (s3://, gs://, r2://, "
+                             "or an Azure blob URL)")
+        out[url] = size_gb(size)
+    return out
+
+
 class SkycMetadata(BaseModel):
     """``_metadata.skyc``: what skyc reads from a task beyond SkyPilot's fields."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     duration: Annotated[Duration, BeforeValidator(_short_duration), _DURATION_SCHEMA] | None = None
+    reads: Annotated[dict[str, float], BeforeValidator(_reads), WithJsonSchema(
+        {"type": "object", "additionalProperties": {"type": ["string", "number"]}})] | None = None
 
 
 class TaskMetadata(BaseModel):
