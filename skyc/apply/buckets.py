@@ -203,6 +203,9 @@ def delete_bucket(name: str, db: StateDB, progress: ProgressCallback | None = No
     from skyc.state.storage import get_storage, live_users
 
     record = get_storage(db, name)
+    if record is not None and record.store == "k8s-pvc":
+        raise StorageError(f"{name} is a volume, not a bucket",
+                           hint=f"skyc volumes delete {name}")
     if record is None:
         raise StorageError(f"no bucket named {name!r} that skyc created",
                            hint="see `skyc storage ls`; skyc never deletes a bucket it "

@@ -415,6 +415,10 @@ def _with_buckets(task: Task, spec: JobSpec | None, info: ClusterInfo, placement
     from skyc.apply.bucket_jobs import has_buckets, job_with_buckets
     from skyc.runtime import job_spec_from_task
 
+    if task.volumes:
+        from skyc.apply.volumes import record_volume_users
+
+        record_volume_users(task, info.name, db)
     if not has_buckets(task):
         return spec
     ready = job_with_buckets(task, spec or job_spec_from_task(task, buckets=[]), info,

@@ -218,6 +218,7 @@ COMMAND_MODULES = {
     "status": "cmd_status", "state": "cmd_state",
     "autostop": "cmd_lifecycle", "stop": "cmd_lifecycle", "start": "cmd_lifecycle",
     "ssh": "cmd_ssh", "ssh-config": "cmd_ssh", "storage": "cmd_storage",
+    "volumes": "cmd_volumes",
 }
 
 

@@ -45,7 +45,7 @@ def storage_ls(
     if fmt not in ("table", "json"):
         raise ConfigError(f"--format: expected one of table, json, got {fmt!r}")
     with StateDB() as db:
-        buckets = [_bucket(db, r) for r in list_storage(db)]
+        buckets = [_bucket(db, r) for r in list_storage(db) if r.store != "k8s-pvc"]
     if fmt == "json":
         typer.echo(json.dumps({"format_version": versions.STORAGE, "buckets": buckets},
                               indent=2, sort_keys=True))
