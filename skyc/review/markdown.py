@@ -193,6 +193,7 @@ def render(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, An
     refused = [f"- :x: {text(r)}" for r in (doc.get("notes") or {}).get("apply_refusals", [])]
     if refused:
         head += ["**Apply would refuse**", "", *refused, ""]
+    head += _buckets((doc.get("notes") or {}).get("buckets") or [])
     callouts = _callouts(stacks)
     if callouts:
         head += [*callouts, ""]
@@ -203,6 +204,22 @@ def render(doc: dict[str, Any], stacks: list[dict[str, Any]], cost: dict[str, An
             folds.append(_fold(f"Generated stack: {html_text(cluster)} ({html_text(name)})",
                                "", body))
     return _fit("\n".join(head), folds, "\n".join(tail), limit)
+
+
+_BUCKET_ACTIONS = {"create": "create", "reuse": "use again", "read": "read"}
+
+
+def _buckets(notes: list[dict[str, Any]]) -> list[str]:
+    """The buckets the tasks mount: what apply does with each, where it is mounted."""
+    if not notes:
+        return []
+    rows = ["**Buckets**", "", "| bucket | action | persistent | mounted at | mode | cluster |",
+            "|---|---|---|---|---|---|"]
+    for n in notes:
+        kept = "-" if n["action"] == "read" else ("yes" if n["persistent"] else "no")
+        rows.append(f"| {code_span(n['url'])} | {_BUCKET_ACTIONS[n['action']]} | {kept} | "
+                    f"{code_span(n['target'])} | {n['mode']} | {code_span(n['cluster'])} |")
+    return [*rows, ""]
 
 
 def _fit(head: str, folds: list[tuple[str, str, str]], tail: str, limit: int) -> str:

@@ -90,3 +90,17 @@ def test_the_buckets_pulumi_program_runs_under_the_mock_runtime(tmp_path: Path) 
     [rule] = recorded["encryption"].inputs["rules"]
     assert rule["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "AES256"}
     assert recorded["aws"].inputs["region"] == "us-west-2"
+
+
+def test_the_review_comment_lists_the_buckets(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(TASK)
+    env = {**os.environ, "SKYC_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO),
+           "AWS_ACCESS_KEY_ID": "AKIDCOMPILE", "AWS_SECRET_ACCESS_KEY": SECRET}
+    done = subprocess.run([sys.executable, "-m", "skyc", "plan", "t.yaml", "--format",
+                           "markdown", "--no-diff"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "| `s3://team-data/x` | read | - | `/data` | COPY | `tr` |" in done.stdout
+    assert "| `s3://my-ckpts-x1` | create | no | `~/ckpt` | MOUNT_CACHED | `tr` |" in (
+        done.stdout)
+    assert SECRET not in done.stdout + done.stderr
