@@ -28,7 +28,7 @@ task's labels.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from skyc.compiler.aws import images, roles
 from skyc.compiler.aws import tags as tag_rules
@@ -264,49 +264,57 @@ def _firewall(
     }))
 
 
-def _controller_role(stack: Stack, labels: dict[str, str], request: BuildRequest) -> Ref:
-    """The managed-jobs controller's IAM role, its policy (skyc.compiler.aws.roles) and
-    the instance profile its nodes carry; returns the profile's name."""
-    cluster = request.cluster
-    name = roles.role_name(cluster, request.owner_hash)
+class _Role(NamedTuple):
+    """An IAM role the nodes carry: its resources' keys and name, what it is for, its
+    inline policy's name and document."""
+
+    key: str          # controller / node: <key>_role, <key>_profile
+    name: str         # the engine-facing resource name
+    description: str
+    policy_key: str
+    policy_name: str
+    policy: str
+
+
+def _node_role(stack: Stack, labels: dict[str, str], request: BuildRequest,
+               role_spec: _Role) -> Ref:
+    """An IAM role for EC2, its inline policy and the instance profile the cluster's
+    nodes carry (skyc.compiler.aws.roles); returns the profile's name."""
+    name = roles.role_name(request.cluster, request.owner_hash)
     tags = _tags(labels, name)
-    stack.add(_resource("iam_role", "controller_role", "controller", {
-        "name": name, "description": f"skyc jobs controller {cluster}: provisions job clusters",
+    stack.add(_resource("iam_role", f"{role_spec.key}_role", role_spec.name, {
+        "name": name, "description": role_spec.description,
         "assume_role_policy": roles.trust_policy(), "tags": tags,
     }))
-    role = Ref(resource="controller_role", attribute="name")
-    stack.add(_resource("iam_role_policy", "controller_policy", "controller", {
-        "name": "skyc-job-clusters", "role": role, "policy": roles.controller_policy(),
+    role = Ref(resource=f"{role_spec.key}_role", attribute="name")
+    stack.add(_resource("iam_role_policy", role_spec.policy_key, role_spec.name, {
+        "name": role_spec.policy_name, "role": role, "policy": role_spec.policy,
     }))
-    stack.add(_resource("instance_profile", "controller_profile", "controller", {
+    stack.add(_resource("instance_profile", f"{role_spec.key}_profile", role_spec.name, {
         "name": name, "role": role, "tags": tags,
     }))
-    return Ref(resource="controller_profile", attribute="name")
+    return Ref(resource=f"{role_spec.key}_profile", attribute="name")
+
+
+def _controller_role(stack: Stack, labels: dict[str, str], request: BuildRequest) -> Ref:
+    """The managed-jobs controller's role: it provisions job clusters."""
+    return _node_role(stack, labels, request, _Role(
+        "controller", "controller",
+        f"skyc jobs controller {request.cluster}: provisions job clusters",
+        "controller_policy", "skyc-job-clusters", roles.controller_policy()))
 
 
 def _bucket_role(stack: Stack, labels: dict[str, str], request: BuildRequest) -> Ref | None:
     """The role of a cluster whose task mounts S3 buckets: it reaches those buckets and
-    nothing else (skyc.compiler.aws.roles.bucket_policy); its instance profile's name,
-    None for a task without S3 buckets."""
+    nothing else (skyc.compiler.aws.roles.bucket_policy); None for a task without S3
+    buckets."""
     grants = [(g.bucket, g.write) for g in request.candidate.buckets
               if g.store in (None, STORE)]
     if not grants:
         return None
-    cluster = request.cluster
-    name = roles.role_name(cluster, request.owner_hash)
-    tags = _tags(labels, name)
-    stack.add(_resource("iam_role", "node_role", "nodes", {
-        "name": name, "description": f"skyc cluster {cluster}: the buckets its task mounts",
-        "assume_role_policy": roles.trust_policy(), "tags": tags,
-    }))
-    role = Ref(resource="node_role", attribute="name")
-    stack.add(_resource("iam_role_policy", "bucket_policy", "nodes", {
-        "name": "skyc-buckets", "role": role, "policy": roles.bucket_policy(grants),
-    }))
-    stack.add(_resource("instance_profile", "node_profile", "nodes", {
-        "name": name, "role": role, "tags": tags,
-    }))
-    return Ref(resource="node_profile", attribute="name")
+    return _node_role(stack, labels, request, _Role(
+        "node", "nodes", f"skyc cluster {request.cluster}: the buckets its task mounts",
+        "bucket_policy", "skyc-buckets", roles.bucket_policy(grants)))
 
 
 def uses_efa(placement: Placement, candidate: ResourceCandidate) -> bool:
