@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -235,7 +235,3 @@ def release_cluster_buckets(cluster: str, db: StateDB, say: Say,
         destroy_bucket(record, db, progress)
         gone.append(record.name)
     return gone
-
-
-def uses_of(records: Sequence[StorageRecord], cluster: str) -> list[str]:
-    return [r.name for r in records if cluster in r.users]
