@@ -104,3 +104,22 @@ def test_the_review_comment_lists_the_buckets(tmp_path: Path) -> None:
     assert "| `s3://my-ckpts-x1` | create | no | `~/ckpt` | MOUNT_CACHED | `tr` |" in (
         done.stdout)
     assert SECRET not in done.stdout + done.stderr
+
+
+def test_a_gcs_buckets_pulumi_program_runs_under_the_mock_runtime() -> None:
+    pytest.importorskip("pulumi_gcp", reason="the Pulumi SDKs (skyc[pulumi]) are not installed")
+    from skyc.stacks import emit
+    from skyc.stacks.pulumi_preview import run_program
+
+    use = BucketUse(target="/d", store="gcs", bucket="team-ckpts", mode="MOUNT_CACHED",
+                    created=True, persistent=False)
+    config = SkycConfig.model_validate({"gcp": {"project": "my-project-1"}})
+    stack = bucket_stack(use, "us-central1", bucket_labels(use, "alice@host", "train"),
+                         config)
+    recorded = {r.name: r for r in run_program(emit(stack, "pulumi")["__main__.py"],
+                                               stack=stack.name)}
+    bucket = recorded["bucket"].inputs
+    assert (bucket["name"], bucket["location"]) == ("team-ckpts", "US-CENTRAL1")
+    assert bucket["uniformBucketLevelAccess"] is True
+    assert bucket["publicAccessPrevention"] == "enforced" and bucket["forceDestroy"] is True
+    assert bucket["labels"]["skyc-cluster"] == "train"
