@@ -16,8 +16,10 @@ if TYPE_CHECKING:
 
 def has_buckets(task: Any) -> bool:
     """Whether the task mounts or copies a bucket (a mapping, or a bucket URL)."""
-    return any(not isinstance(s, str) or "://" in s
-               for s in (getattr(task, "file_mounts", None) or {}).values())
+    from skyc.task.buckets import local_source
+
+    mounts = (getattr(task, "file_mounts", None) or {}).values()
+    return any(local_source(s) is None for s in mounts)
 
 
 def job_with_buckets(task: Any, spec: JobSpec, info: ClusterInfo, say: Say, *,

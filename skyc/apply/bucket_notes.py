@@ -4,16 +4,12 @@ placements and the state: nothing is asked of a store at plan time."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from skyc.errors import StorageError
 from skyc.settings.config import SkycConfig
-from skyc.storage.access import s3_configured
-from skyc.storage.uses import bucket_uses
 
 
 @dataclass(frozen=True)
@@ -45,15 +41,15 @@ def bucket_notes(tasks: Sequence[Any], clouds: Sequence[str], clusters: Sequence
                  config: SkycConfig) -> list[BucketNote]:
     """One note per bucket mount of each task, placed on ``clouds[i]`` as ``clusters[i]``.
     A task whose buckets cannot be used as written gets none (apply refuses it)."""
+    from skyc.apply.buckets import task_uses
     from skyc.state.database import StateDB
     from skyc.state.storage import get_storage
 
-    ready = s3_configured(config, os.environ, Path.home())
     notes = []
     with StateDB() as db:
         for task, cloud, cluster in zip(tasks, clouds, clusters, strict=True):
             try:
-                uses = bucket_uses(task, cloud, s3_configured=ready)
+                uses = task_uses(task, cloud, config)
             except StorageError:
                 continue
             for use in uses:

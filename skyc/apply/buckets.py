@@ -200,10 +200,10 @@ def _clear(workspace: Path) -> None:
 
 def delete_bucket(name: str, db: StateDB, progress: ProgressCallback | None = None) -> None:
     """``skyc storage delete NAME``: refused while a cluster mounts it."""
-    from skyc.state.storage import get_storage, live_users
+    from skyc.state.storage import VOLUME_STORE, get_storage, live_users
 
     record = get_storage(db, name)
-    if record is not None and record.store == "k8s-pvc":
+    if record is not None and record.store == VOLUME_STORE:
         raise StorageError(f"{name} is a volume, not a bucket",
                            hint=f"skyc volumes delete {name}")
     if record is None:

@@ -36,6 +36,7 @@ def _subject(task: Task) -> str:
 def _mount_problems(task: Task) -> list[str]:
     from skyc.errors import StorageError
     from skyc.storage import bucket_uses
+    from skyc.task.buckets import local_source
 
     out = []
     try:  # names, stores, modes and targets; the buckets themselves once placed
@@ -43,9 +44,8 @@ def _mount_problems(task: Task) -> list[str]:
     except StorageError as exc:
         out.append(exc.message + (f"; {exc.hint}" if exc.hint else ""))
     for target, source in sorted(task.file_mounts.items()):
-        if not isinstance(source, str) or "://" in source:
-            continue
-        if not Path(source).expanduser().exists():
+        local = local_source(source)
+        if local is not None and not Path(local).expanduser().exists():
             out.append(f"file_mounts.{target}: {source} does not exist on this machine")
     return out
 

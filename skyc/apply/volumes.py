@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skyc.errors import ConfigError, StorageError
+from skyc.state.storage import VOLUME_STORE
 
 if TYPE_CHECKING:
     from skyc.settings.config import SkycConfig
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from skyc.state.storage import StorageRecord
     from skyc.task.volume_file import VolumeFile
 
-STORE = "k8s-pvc"
+STORE = VOLUME_STORE
 LOCK_TIMEOUT_S = 600.0
 
 

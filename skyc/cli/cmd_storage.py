@@ -40,12 +40,12 @@ def storage_ls(
     from skyc.errors import ConfigError
     from skyc.schemas import versions
     from skyc.state.database import StateDB
-    from skyc.state.storage import list_storage
+    from skyc.state.storage import VOLUME_STORE, list_storage
 
     if fmt not in ("table", "json"):
         raise ConfigError(f"--format: expected one of table, json, got {fmt!r}")
     with StateDB() as db:
-        buckets = [_bucket(db, r) for r in list_storage(db) if r.store != "k8s-pvc"]
+        buckets = [_bucket(db, r) for r in list_storage(db) if r.store != VOLUME_STORE]
     if fmt == "json":
         typer.echo(json.dumps({"format_version": versions.STORAGE, "buckets": buckets},
                               indent=2, sort_keys=True))

@@ -146,6 +146,8 @@ def job_spec_from_task(task: Any, buckets: list[BucketMount] | None = None,
     apply prepared them; None from a command that does not prepare buckets, which then
     refuses a task that mounts one.
     """
+    from skyc.task.buckets import local_source
+
     workdir = getattr(task, "workdir", None)
     if workdir is not None and not isinstance(workdir, str):
         raise UnsupportedFeature(
@@ -154,14 +156,15 @@ def job_spec_from_task(task: Any, buckets: list[BucketMount] | None = None,
         )
     file_mounts: dict[str, str] = {}
     for target, source in dict(getattr(task, "file_mounts", None) or {}).items():
-        if not isinstance(source, str) or "://" in source:
+        local = local_source(source)
+        if local is None:
             if buckets is None:
                 raise UnsupportedFeature(
                     f"file_mounts.{target}: buckets are set up by `skyc apply`; this "
                     "command cannot mount them yet",
                     hint="run the task with `skyc apply`")
             continue
-        file_mounts[str(target)] = source
+        file_mounts[str(target)] = local
     envs = task.env_values() if hasattr(task, "env_values") else dict(task.envs or {})
     secrets = (task.secret_values() if hasattr(task, "secret_values")
                else dict(task.secrets or {}))

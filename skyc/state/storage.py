@@ -20,6 +20,9 @@ from skyc.state.records import dump_payload, load_payload
 if TYPE_CHECKING:
     from skyc.state.database import StateDB
 
+# The store of a volume (a Kubernetes PersistentVolumeClaim, skyc.apply.volumes): kept in
+# this table beside the buckets, listed and deleted by `skyc volumes`.
+VOLUME_STORE = "k8s-pvc"
 StorageStatus = Literal["CREATING", "READY", "DELETING", "FAILED"]
 
 

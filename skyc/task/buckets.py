@@ -15,6 +15,12 @@ _SCHEMES = {"s3://": "s3", "gs://": "gcs", "gcs://": "gcs", "r2://": "r2"}
 _AZURE = re.compile(r"^https://[a-z0-9]+\.blob\.core\.windows\.net/([^/]+)", re.IGNORECASE)
 
 
+def local_source(source: Any) -> str | None:
+    """A ``file_mounts`` source's local path (the runtime syncs it); None for a bucket
+    (a mapping, or any URL)."""
+    return source if isinstance(source, str) and "://" not in source else None
+
+
 def bucket_of_url(url: str) -> tuple[str, str] | None:
     """(store, bucket) of a bucket URL; None for what is not one."""
     return _from_url(url)
