@@ -10,7 +10,9 @@ from typing import Any
 from skyc.optimizer.data import DataSource
 
 
-def _reads(task: Any) -> dict[str, float]:
+def task_reads(task: Any) -> dict[str, float]:
+    """URL -> GB the task says it reads from it (``_metadata.skyc.reads``); empty when
+    it says nothing."""
     meta = getattr(task, "metadata", None)
     skyc = getattr(meta, "skyc", None) if meta is not None else None
     return dict(getattr(skyc, "reads", None) or {})
@@ -18,7 +20,7 @@ def _reads(task: Any) -> dict[str, float]:
 
 def task_data(tasks: Sequence[Any]) -> list[list[DataSource]] | None:
     """Per task, the buckets it reads and where they are; None when no task says."""
-    if not any(_reads(t) for t in tasks):
+    if not any(task_reads(t) for t in tasks):
         return None
     from skyc.state.database import StateDB
     from skyc.state.storage import get_storage
@@ -28,7 +30,7 @@ def task_data(tasks: Sequence[Any]) -> list[list[DataSource]] | None:
     with StateDB() as db:
         for task in tasks:
             sources = []
-            for url, gb in sorted(_reads(task).items()):
+            for url, gb in sorted(task_reads(task).items()):
                 found = store_of_url(url)
                 home = store_target(found.name) if found is not None else None
                 if found is None or home is None:

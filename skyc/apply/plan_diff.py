@@ -312,7 +312,8 @@ def _add_notes(placed: PlacedPlan, excluded: list[str]) -> None:
         from skyc.apply.bucket_notes import bucket_notes
 
         placed.buckets = bucket_notes(placed.tasks, [t.placement.cloud for t in plan.tasks],
-                                      placed.clusters, placed.config)
+                                      placed.clusters, placed.config,
+                                      [t.placement.region for t in plan.tasks])
         lines += [note.line() for note in placed.buckets]
     placed.cheaper = cheaper_elsewhere(placed.tasks, plan, placed.scope, placed.config,
                                        infra=opts.infra, catalog_dir=opts.catalog_dir,

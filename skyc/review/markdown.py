@@ -210,16 +210,36 @@ _BUCKET_ACTIONS = {"create": "create", "reuse": "use again", "read": "read"}
 
 
 def _buckets(notes: list[dict[str, Any]]) -> list[str]:
-    """The buckets the tasks mount: what apply does with each, where it is mounted."""
+    """The buckets the tasks mount: what apply does with each, where it is mounted, what
+    a GB kept in it costs a month."""
     if not notes:
         return []
-    rows = ["**Buckets**", "", "| bucket | action | persistent | mounted at | mode | cluster |",
-            "|---|---|---|---|---|---|"]
+    rows = ["**Buckets**", "", "| bucket | action | persistent | mounted at | mode | cluster "
+            "| storage price |", "|---|---|---|---|---|---|---|"]
     for n in notes:
         kept = "-" if n["action"] == "read" else ("yes" if n["persistent"] else "no")
         rows.append(f"| {code_span(n['url'])} | {_BUCKET_ACTIONS[n['action']]} | {kept} | "
-                    f"{code_span(n['target'])} | {n['mode']} | {code_span(n['cluster'])} |")
+                    f"{code_span(n['target'])} | {n['mode']} | {code_span(n['cluster'])} | "
+                    f"{_bucket_price(n)} |")
     return [*rows, ""]
+
+
+def _bucket_price(note: dict[str, Any]) -> str:
+    """``$0.023/GB-month (us-east-1)``, ``(store default)`` or ``(global)``, and the
+    monthly estimate when the size is known; ``-`` without a price."""
+    from skyc.catalog.storage_prices import price_text
+
+    price = note.get("storage_price")
+    if price is None:
+        return "-"
+    basis = note.get("storage_price_basis")
+    where = (text(str(note.get("region"))) if basis == "region"
+             else "global" if basis == "global" else "store default")
+    out = f"{price_text(float(price))}/GB-month ({where})"
+    monthly, gb = note.get("monthly_storage_cost"), note.get("storage_gb")
+    if monthly is not None and gb is not None:
+        out += f"; ~${float(monthly):,.2f}/month for {float(gb):,.6g} GB"
+    return out
 
 
 def _fit(head: str, folds: list[tuple[str, str, str]], tail: str, limit: int) -> str:

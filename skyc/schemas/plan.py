@@ -106,6 +106,22 @@ class BucketNote(Document):
     mode: Literal["MOUNT", "COPY", "MOUNT_CACHED"]
     action: Literal["create", "reuse", "read"]
     persistent: bool = Field(description="a created bucket outlives its cluster")
+    region: str | None = Field(default=None, description=(
+        "since 2.4: where the bucket is or is created; null: not known (a bucket read "
+        "as it is)"))
+    storage_price: float | None = Field(default=None, description=(
+        "since 2.4: USD per GB-month of the store's standard class in region (the "
+        "store's default when the region is not listed or not known); null: no price in "
+        "the catalog"))
+    storage_price_basis: Literal["region", "default", "global"] | None = Field(
+        default=None, description=("since 2.4: region: the region's own price; default: "
+                                   "the store's default; global: the store's one price"))
+    storage_gb: float | None = Field(default=None, description=(
+        "since 2.4: a created bucket's size, as the GB the task reads from it "
+        "(_metadata.skyc.reads); null: not given"))
+    monthly_storage_cost: float | None = Field(default=None, description=(
+        "since 2.4: USD a month for storage_gb at storage_price, 2 decimals; null "
+        "without a size"))
 
 
 class Notes(Document):

@@ -17,8 +17,11 @@ from typing import Literal, get_args
 # ``cost.total.basis`` and ``at_once``. 2.1 added ``peak_accelerator_tasks`` (what GPU
 # quotas count: a pipeline's largest step). 2.2 added ``notes.services`` (a service
 # task's replicas and their cost range); 2.3 ``notes.buckets`` (the buckets the tasks
-# mount: created, used again or read).
-PlanVersion = Literal["2.3"]
+# mount: created, used again or read); 2.4 each bucket's ``region``, ``storage_price``
+# (USD per GB-month of its store's standard class there) and its ``storage_price_basis``,
+# and ``storage_gb`` / ``monthly_storage_cost`` for a bucket skyc creates whose size the
+# task gives (``_metadata.skyc.reads``).
+PlanVersion = Literal["2.4"]
 PLAN: str = get_args(PlanVersion)[0]
 # ``skyc status --format json``: 1.1 added ``orphans`` (cluster workspaces the state
 # has no record of); 1.2 ``hourly_cost_total`` and ``hourly_cost_per_node`` per cluster;

@@ -99,7 +99,9 @@ def test_buckets_from_plan_to_delete(skyc: Skyc, moto: MotoServer) -> None:
     assert notes[f"s3://{ckpt}"]["persistent"] is False
     assert notes[f"s3://{src}/data"] == {
         "task": "st", "cluster": "st", "target": "~/copied", "url": f"s3://{src}/data",
-        "store": "s3", "mode": "COPY", "action": "read", "persistent": True}
+        "store": "s3", "mode": "COPY", "action": "read", "persistent": True,
+        "region": None, "storage_price": 0.023, "storage_price_basis": "default",
+        "storage_gb": None, "monthly_storage_cost": None}
     assert f"bucket s3://{ckpt}: created, destroyed with st" in skyc.ok(
         "plan", "st.yaml").stdout
 

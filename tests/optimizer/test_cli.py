@@ -45,7 +45,7 @@ def test_plan_json_document(tmp_path: Path, home: Path) -> None:
              "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["format_version"] == "2.3"
+    assert doc["format_version"] == "2.4"
     [tp] = doc["tasks"]
     assert tp["name"] == "train"
     pl = tp["placement"]

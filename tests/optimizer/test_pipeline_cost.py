@@ -203,7 +203,7 @@ def test_plan_json_has_the_run_cost(tmp_path: Path) -> None:
     r = _plan_cli(tmp_path, _file(tmp_path), "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["format_version"] == "2.3"
+    assert doc["format_version"] == "2.4"
     rc = doc["run_cost"]
     assert rc["execution"] == "serial" and rc["missing_duration"] == []
     assert [s["name"] for s in rc["steps"]] == ["prep", "train", "eval"]

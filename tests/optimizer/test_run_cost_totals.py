@@ -74,7 +74,7 @@ def test_plan_json_total_is_the_peak(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     each = [t["placement"]["hourly_cost"] for t in doc["tasks"]]
-    assert doc["format_version"] == "2.3"
+    assert doc["format_version"] == "2.4"
     total = doc["cost"]["total"]
     assert total["basis"] == "peak" and total["at_once"] == ["train"]
     assert total["after"]["hourly"] == pytest.approx(max(each))

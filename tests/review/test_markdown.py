@@ -86,3 +86,32 @@ def test_the_comment_stays_under_the_cap(empty_home: None) -> None:
     assert "**Next steps**" in text and "- :x: `max_hourly_cost_per_cluster`" in text
     # Small enough: nothing is cut, and it says nothing about it.
     assert "Truncated" not in comment({"train": {"main.tf.json": "{}"}})
+
+
+def test_the_buckets_table_has_a_storage_price_column(empty_home: None) -> None:
+    """The price per GB-month where the plan has one (its region, the store's default
+    or one global price), the monthly estimate when the size is known, ``-`` when a
+    note has no price (a plan document from before 2.4)."""
+    base = {"task": "train", "cluster": "train", "mode": "MOUNT", "persistent": True}
+    notes = [
+        {**base, "url": "s3://ckpts", "target": "/ckpt", "store": "s3", "action": "create",
+         "region": "us-west-1", "storage_price": 0.026, "storage_price_basis": "region",
+         "storage_gb": 1500.0, "monthly_storage_cost": 39.0},
+        {**base, "url": "gs://data", "target": "/data", "store": "gcs", "action": "read",
+         "region": None, "storage_price": 0.02, "storage_price_basis": "default",
+         "storage_gb": None, "monthly_storage_cost": None},
+        {**base, "url": "r2://media", "target": "/media", "store": "r2", "action": "read",
+         "region": None, "storage_price": 0.015, "storage_price_basis": "global",
+         "storage_gb": None, "monthly_storage_cost": None},
+        {**base, "url": "s3://old", "target": "/old", "store": "s3", "action": "read"},
+    ]
+    doc = {**DOC, "notes": {"buckets": notes}}
+    cost = cost_section(doc, ["train", "serve"], hours=3)
+    text = render(doc, STACKS, cost, POLICY, {}, ["skyc apply plan.skyc"])
+    rows = [line for line in text.splitlines() if line.startswith(("| `s3:", "| `gs:",
+                                                                    "| `r2:"))]
+    assert [row.rsplit("|", 2)[1].strip() for row in rows] == [
+        "$0.026/GB-month (us-west-1); ~$39.00/month for 1,500 GB",
+        "$0.020/GB-month (store default)", "$0.015/GB-month (global)", "-"]
+    assert "| bucket | action | persistent | mounted at | mode | cluster | storage price |" in (
+        text)

@@ -182,7 +182,7 @@ def test_plan_json_has_cost_with_a_one_shot_total(tmp_path: Path, home: Path) ->
              "--policy", str(tmp_path / "open.yaml"))
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["format_version"] == "2.3"
+    assert doc["format_version"] == "2.4"
     assert doc["policy"]["ok"] is True and doc["policy"]["violations"] == []
     [c] = doc["cost"]["clusters"]
     assert c["cluster"] == "tiny" and c["before"] == {"hourly": 0.0, "monthly": 0.0}

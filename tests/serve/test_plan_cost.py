@@ -95,7 +95,7 @@ def test_plan_shows_the_range_in_its_notes_and_json(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
-    assert doc["format_version"] == "2.3"
+    assert doc["format_version"] == "2.4"
     (service,) = doc["notes"]["services"]
     assert service["task"] == "llm" and service["max_replicas"] == 3
     assert service["hourly_high"] == pytest.approx(3 * service["replica_ondemand_hourly"])

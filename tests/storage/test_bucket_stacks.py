@@ -100,9 +100,10 @@ def test_the_review_comment_lists_the_buckets(tmp_path: Path) -> None:
                            "markdown", "--no-diff"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "| `s3://team-data/x` | read | - | `/data` | COPY | `tr` |" in done.stdout
-    assert "| `s3://my-ckpts-x1` | create | no | `~/ckpt` | MOUNT_CACHED | `tr` |" in (
-        done.stdout)
+    assert ("| `s3://team-data/x` | read | - | `/data` | COPY | `tr` | $0.023/GB-month "
+            "(store default) |") in done.stdout
+    assert ("| `s3://my-ckpts-x1` | create | no | `~/ckpt` | MOUNT_CACHED | `tr` | "
+            "$0.023/GB-month (us-east-1) |") in done.stdout
     assert SECRET not in done.stdout + done.stderr
 
 
