@@ -28,11 +28,28 @@ command -v rsync >/dev/null 2>&1 || need_apt+=(rsync)
 command -v sudo >/dev/null 2>&1 || need_apt+=(sudo)
 command -v rclone >/dev/null 2>&1 || need_apt+=(rclone)
 command -v fusermount3 >/dev/null 2>&1 || need_apt+=(fuse3)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)  # Azurite runs on it
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
   else
     echo "note: ${need_apt[*]} missing and not root: the tests that need them will be skipped" >&2
+  fi
+fi
+# Azurite, the Azure Blob emulator the storage tests mount containers from, from npm into
+# the user's cache (where tests/support/emulators.py finds it), once per version. 3.35.0
+# is the last that says it runs on Debian 12's nodejs (18); later ones ask for node 21+.
+azurite_version=3.35.0
+azurite_dir="${XDG_CACHE_HOME:-$HOME/.cache}/skyc-azurite"
+if command -v npm >/dev/null 2>&1 && [ "$(node -p 'require(process.argv[1]).version' \
+    "$azurite_dir/node_modules/azurite/package.json" 2>/dev/null)" != "$azurite_version" ]; then
+  started=$SECONDS
+  if npm install --prefix "$azurite_dir" --no-audit --no-fund --no-save --loglevel=error \
+      "azurite@$azurite_version"; then
+    echo "azurite $azurite_version: installed in $((SECONDS - started)) s"
+  else
+    echo "note: installing azurite failed: the Azure storage tests will be skipped" >&2
   fi
 fi
 

@@ -795,6 +795,19 @@ def rclone_reason(text: str) -> str:
     return reason[:400]
 
 
+def secret_forms(value: str) -> list[str]:
+    """How a setting's value may appear in what rclone writes: as it is, and a SAS URL's
+    signature (``sig=``), which its request URLs carry, as it is and percent-encoded."""
+    forms = [value]
+    if "sig=" in value:
+        import urllib.parse
+
+        query = urllib.parse.urlsplit(value).query
+        for sig in urllib.parse.parse_qs(query).get("sig", []):
+            forms += [sig, urllib.parse.quote(sig, safe="")]
+    return forms
+
+
 class Rclone:
     """rclone on this node: its program, the environment it runs in (the buckets'
     settings), its CA file, and how it gets the right to mount."""
@@ -802,8 +815,8 @@ class Rclone:
     def __init__(self, node: str, settings: dict[str, str]) -> None:
         self.node = node
         self.names = sorted(settings)
-        self.secrets = sorted((v for v in settings.values() if len(v) >= 4), key=len,
-                              reverse=True)
+        self.secrets = sorted({f for v in settings.values() for f in secret_forms(v)
+                               if len(f) >= 4}, key=len, reverse=True)
         env = {k: v for k, v in os.environ.items() if k not in RC_LOGIN and k != MARK_VAR}
         # rclone 1.60 cannot start with AWS_CA_BUNDLE set (LoadCustomCABundleError): the
         # file goes to --ca-cert instead.

@@ -19,12 +19,15 @@ _DENIED = ("AccessDenied", "403", "Forbidden", "AuthorizationFailure", "InvalidA
 def bucket_state(use: BucketUse, settings: Mapping[str, str]) -> str:
     """``ok``, ``missing`` or ``denied``; StorageError when the store cannot be asked."""
     found = store(use.store)
-    done = rclone.run(["lsf", "--max-depth", "1", f"{found.remote}:{use.bucket}"], settings)
+    done = rclone.run(["lsf", "--max-depth", "1", f"{found.remote_name(use.location)}:"
+                       f"{use.bucket}"], settings)
     if done.returncode == 0:
         return "ok"
     text = done.stderr
     if any(w in text for w in _DENIED):
         return "denied"
+    if found.remote_per_account and "no such host" in text:
+        return "missing"  # the account is a host of its own: no host, no account
     if done.returncode == 3 or any(w in text for w in _MISSING):
         return "missing"
     raise StorageError(f"{use.field}: cannot reach {use.url}: {rclone.reason(text)}",

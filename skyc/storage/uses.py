@@ -16,7 +16,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from skyc.errors import StorageError
-from skyc.storage.stores import BucketPath, Store, native_store, store, store_of_url
+from skyc.storage.stores import (
+    BucketPath,
+    Store,
+    native_store,
+    store,
+    store_of_url,
+    store_target,
+)
 
 Mode = Literal["MOUNT", "COPY", "MOUNT_CACHED"]
 
@@ -138,8 +145,17 @@ def _mapping_use(target: str, mount: Any, cloud: str | None,
     if not chosen.can_create:
         raise StorageError(f"{where}: {chosen.notes[0]}",
                            hint=f"create {mount.name} yourself and name it as source")
-    return BucketUse(target=target, store=chosen.name, bucket=mount.name, mode=mount.mode,
+    return BucketUse(target=target, store=chosen.name, bucket=mount.name,
+                     account=created_account(chosen.name, mount.name), mode=mount.mode,
                      created=True, persistent=mount.persistent, uploads=tuple(sources))
+
+
+def created_account(store_name: str, bucket: str) -> str:
+    """The account that holds a bucket skyc creates in ``store_name`` ("" for stores
+    without accounts), as the target that creates it names it."""
+    found = store_target(store_name)
+    part = found.storage() if found is not None else None
+    return part.account(bucket) if part is not None else ""
 
 
 def _created_store(where: str, named: str | None, cloud: str | None,

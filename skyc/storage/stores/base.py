@@ -62,11 +62,21 @@ class Store:
     remote: str                                # the rclone remote's name on the nodes
     parse_url: Callable[[str], BucketPath]
     url: Callable[[BucketPath], str]
+    # (credentials, settings) -> the remote's rclone settings; settings also hold
+    # identity=node where the nodes reach the bucket with their own identity
     rclone: Callable[[Mapping[str, str], Mapping[str, str | None]], RcloneSettings]
     credentials: CredentialReader = no_credentials
     settings: SettingsReader = no_settings
     can_create: bool = True                    # whether skyc creates buckets in it
+    # One rclone remote per account (Azure: an account's settings, key and endpoint are
+    # its own), named ``<remote><account>``; else one remote for the whole store.
+    remote_per_account: bool = False
+    # Whether a cluster's own identity can be granted a bucket skyc did not create (Azure:
+    # no, a role is scoped to a container by its resource group, which a URL does not
+    # give; nodes reach such a container with the user's key).
+    identity_for_existing: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
+    credentials_help: str = ""                 # where the user's credentials are read from
 
     def owns(self, url: str) -> bool:
         return url.lower().startswith(self.schemes)
@@ -86,10 +96,15 @@ class Store:
             raise StorageError(f"{where}: {bucket!r} is not a valid {self.title} name: "
                                 f"{problem}", hint="rename the bucket")
 
+    def remote_name(self, target: BucketPath) -> str:
+        """The rclone remote ``target`` is reached through (its settings are given to the
+        nodes as ``RCLONE_CONFIG_<REMOTE>_<SETTING>``)."""
+        return self.remote + target.account if self.remote_per_account else self.remote
+
     def remote_path(self, target: BucketPath) -> str:
         """The bucket (and path) in rclone's spelling: ``skycs3:bucket/path``."""
         tail = f"{target.bucket}/{target.path}" if target.path else target.bucket
-        return f"{self.remote}:{tail}"
+        return f"{self.remote_name(target)}:{tail}"
 
 
 def split_url(url: str, scheme_len: int) -> tuple[str, str]:

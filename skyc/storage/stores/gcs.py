@@ -53,11 +53,16 @@ def url(target: BucketPath) -> str:
 
 def rclone(credentials: Mapping[str, str], settings: Mapping[str, str | None]
            ) -> RcloneSettings:
+    """``credentials``: a service account key (none: the node's own identity, or no
+    credentials at all against an endpoint of its own, an emulator's)."""
     out: RcloneSettings = {"TYPE": "google cloud storage", "BUCKET_POLICY_ONLY": "true"}
-    if settings.get("endpoint"):
-        out["ENDPOINT"] = str(settings["endpoint"])
+    endpoint = settings.get("endpoint")
+    if endpoint:
+        out["ENDPOINT"] = str(endpoint)
     if credentials.get("SERVICE_ACCOUNT_CREDENTIALS"):
         out["SERVICE_ACCOUNT_CREDENTIALS"] = credentials["SERVICE_ACCOUNT_CREDENTIALS"]
+    elif endpoint:
+        out["ANONYMOUS"] = "true"
     else:
         out["ENV_AUTH"] = "true"
     return out
@@ -71,6 +76,21 @@ def credentials(env: Mapping[str, str], home: Path, config: SkycConfig) -> dict[
     return {}
 
 
+def emulator_endpoint(host: str) -> str:
+    """The JSON API of the GCS emulator at ``host`` (STORAGE_EMULATOR_HOST: ``HOST:PORT``
+    or a URL), as rclone's endpoint takes it: ``http://HOST:PORT/storage/v1/``."""
+    base = host if "://" in host else f"http://{host}"
+    return base.rstrip("/") + "/storage/v1/"
+
+
+def settings(target: BucketPath, config: SkycConfig, env: Mapping[str, str], home: Path,
+             region: str | None) -> dict[str, str | None]:
+    """An emulator's endpoint when STORAGE_EMULATOR_HOST names one (the variable Google's
+    own client libraries read); else none (GCS itself)."""
+    host = env.get("STORAGE_EMULATOR_HOST", "").strip()
+    return {"endpoint": emulator_endpoint(host) if host else None}
+
+
 STORE = Store(name="gcs", title="GCS bucket", schemes=("gs://", "gcs://"),
               name_rule=name_problem, remote="skycgcs", parse_url=parse_url, url=url,
-              rclone=rclone, credentials=credentials)
+              rclone=rclone, credentials=credentials, settings=settings)

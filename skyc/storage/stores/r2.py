@@ -67,4 +67,6 @@ STORE = Store(name="r2", title="R2 bucket", schemes=("r2://",),
               name_rule=name_problem, remote="skycr2", parse_url=parse_url, url=url,
               rclone=rclone, credentials=credentials, settings=settings, can_create=False,
               notes=("skyc reads and writes existing R2 buckets; it does not create "
-                     "them yet",))
+                     "them yet",),
+              credentials_help=("keep R2's keys in ~/.cloudflare/r2.credentials (profile "
+                                "r2) and the account id in ~/.cloudflare/accountid"))
