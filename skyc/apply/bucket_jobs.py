@@ -70,15 +70,15 @@ def _holds_data(url: str) -> bool:
     from skyc.settings.config import load_config
     from skyc.storage import rclone
     from skyc.storage.access import rclone_env
-    from skyc.storage.stores import parse_bucket_url, store
+    from skyc.storage.stores import parse_bucket_url
     from skyc.storage.uses import BucketUse
 
     where = parse_bucket_url(url)
-    use = BucketUse(target="/", store=where.store, bucket=where.bucket, mode="MOUNT",
-                    created=True)
+    use = BucketUse(target="/", store=where.store, bucket=where.bucket,
+                    account=where.account, mode="MOUNT", created=True)
     try:
-        done = rclone.run(["lsf", "--max-depth", "1", f"{store(use.store).remote}:"
-                           f"{use.bucket}"], rclone_env([use], load_config()))
+        done = rclone.run(["lsf", "--max-depth", "1", use.remote],
+                          rclone_env([use], load_config()))
     except StorageError:
         return True
     return done.returncode != 0 or bool(done.stdout.strip())

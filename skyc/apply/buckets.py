@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from skyc.errors import ApplyFailed, StorageError
 from skyc.settings.config import SkycConfig
-from skyc.storage.access import DEFAULT_S3_REGION, rclone_env, s3_configured
+from skyc.storage.access import DEFAULT_S3_REGION, rclone_env, reach_problem, s3_configured
+from skyc.storage.stores import store
 from skyc.storage.uses import BucketUse, bucket_uses
 
 if TYPE_CHECKING:
@@ -52,13 +53,18 @@ def task_uses(task: Any, cloud: str | None, config: SkycConfig) -> list[BucketUs
 
 
 def bucket_region(use: BucketUse, cloud: str, region: str | None) -> str:
-    """A created bucket's region: the cluster's, on the cloud whose store it is."""
-    from skyc.storage.stores import native_store
+    """A created bucket's region: the cluster's, on the cloud whose store it is; else the
+    store's default region (S3's: AWS_DEFAULT_REGION when set)."""
+    from skyc.storage.stores import native_store, store_target
 
     native = native_store(cloud)
     if native is not None and native.name == use.store and region:
         return region
-    return os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_S3_REGION
+    owner = store_target(use.store)
+    part = owner.storage() if owner is not None else None
+    if part is None or use.store == "s3":
+        return os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_S3_REGION
+    return part.DEFAULT_REGION
 
 
 def check_buckets(task: Any, cloud: str, config: SkycConfig, db: StateDB) -> list[BucketUse]:
@@ -70,6 +76,10 @@ def check_buckets(task: Any, cloud: str, config: SkycConfig, db: StateDB) -> lis
     uses = task_uses(task, cloud, config)
     if not uses:
         return uses
+    for use in uses:
+        problem = reach_problem(use, config, cloud)
+        if problem is not None:
+            raise StorageError(problem, hint=store(use.store).credentials_help or None)
     settings = rclone_env(uses, config)
     for use in uses:
         if not use.created:

@@ -126,9 +126,14 @@ class SshProxy(Protocol):
 
 class Storage(Protocol):
     """The store a target's nodes reach natively (``STORE``: s3, gcs, ...) and the stack
-    of a bucket skyc creates there (``use``: a :class:`skyc.storage.BucketUse`)."""
+    of a bucket skyc creates there (``use``: a :class:`skyc.storage.BucketUse`), in its
+    region when the task is on this target, else in ``DEFAULT_REGION``. ``account``: the
+    account that holds a bucket skyc creates, where the store has accounts ("" else)."""
 
     STORE: str
+    DEFAULT_REGION: str
+
+    def account(self, bucket: str) -> str: ...
 
     def bucket_stack(self, use: Any, region: str, labels: dict[str, str],
                      config: SkycConfig) -> Stack: ...

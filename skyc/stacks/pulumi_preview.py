@@ -36,6 +36,18 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
+def _as_state(inputs: dict[str, Any]) -> dict[str, Any]:
+    """A resource's state as the cloud would answer it, from its inputs: the inputs,
+    except where the answer has another shape (azure-native: a resource's user-assigned
+    identities are given as a list of ids and answered as a map by id)."""
+    state = dict(inputs)
+    identity = state.get("identity")
+    if isinstance(identity, dict) and isinstance(identity.get("userAssignedIdentities"), list):
+        state["identity"] = {**identity, "userAssignedIdentities": {
+            str(i): {} for i in identity["userAssignedIdentities"]}}
+    return state
+
+
 # The mock runtime's settings are the process's: one program runs at a time.
 _RUNNING = threading.Lock()
 
@@ -84,7 +96,7 @@ def _run_program(
         def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
             urn = f"urn:pulumi:{stack}::{PROJECT}::{args.typ}::{args.name}"
             recorded.append(RecordedResource(urn, args.typ, args.name, dict(args.inputs)))
-            return f"{args.name}-id", {"name": args.name, **args.inputs}
+            return f"{args.name}-id", {"name": args.name, **_as_state(args.inputs)}
 
         def call(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
             return {}, None

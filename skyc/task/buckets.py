@@ -39,10 +39,10 @@ def _from_url(url: str) -> tuple[str, str] | None:
 def bucket_grants(file_mounts: Mapping[str, Any]) -> tuple[BucketGrant, ...]:
     """The buckets of ``file_mounts``, one grant each (written to when any mount of it
     writes: every mode but COPY), sorted by store and name."""
-    found: dict[tuple[str | None, str], bool] = {}
+    found: dict[tuple[str | None, str], tuple[bool, bool]] = {}
     for source in file_mounts.values():
         if isinstance(source, str):
-            where, write = _from_url(source), False
+            where, write, parsed = _from_url(source), False, None
             store: str | None = where[0] if where else None
             name = where[1] if where else None
         else:
@@ -53,8 +53,9 @@ def bucket_grants(file_mounts: Mapping[str, Any]) -> tuple[BucketGrant, ...]:
             write = source.mode != "COPY"
         if name is None or (isinstance(source, str) and store is None):
             continue
-        key = (store, name)
-        found[key] = found.get(key, False) or write
-    return tuple(BucketGrant(store=s, bucket=b, write=w)
-                 for (s, b), w in sorted(found.items(), key=lambda kv: (kv[0][0] or "",
-                                                                        kv[0][1])))
+        created = not isinstance(source, str) and parsed is None  # named, no URL
+        before = found.get((store, name), (False, False))
+        found[(store, name)] = (before[0] or write, before[1] or created)
+    return tuple(BucketGrant(store=s, bucket=b, write=w, created=c)
+                 for (s, b), (w, c) in sorted(found.items(),
+                                              key=lambda kv: (kv[0][0] or "", kv[0][1])))

@@ -56,12 +56,14 @@ class AcceleratorRequest(_Frozen):
 
 class BucketGrant(_Frozen):
     """A bucket the task's nodes reach (``file_mounts``): its store (None: the store of
-    the cloud the task lands on, for a bucket skyc creates), its name, and whether the
-    nodes write to it (every mount mode but COPY)."""
+    the cloud the task lands on, for a bucket skyc creates), its name, whether the
+    nodes write to it (every mount mode but COPY) and whether skyc creates it (named,
+    not a bucket URL)."""
 
     store: str | None
     bucket: str
     write: bool = False
+    created: bool = False
 
 
 class VolumeClaim(_Frozen):

@@ -131,3 +131,25 @@ def _uid(user: str) -> int:
     import pwd
 
     return pwd.getpwnam(user).pw_uid
+
+
+def test_a_task_with_buckets_gets_rclone_and_fuse3_and_boots_when_they_fail(
+        tmp_path: Path, node_user: str) -> None:
+    script = render("node_bootstrap.sh.j2", cluster="c-1", ssh_user=node_user,
+                    bucket_tools=True)
+    assert "rclone" not in render("node_bootstrap.sh.j2", cluster="c-1", ssh_user=node_user)
+    for name, apt in (("ok", "exit 0"), ("failing", 'echo "E: no network" >&2; exit 100')):
+        root = tmp_path / name
+        root.mkdir()
+        bin_dir = _sandbox(root, {"apt-get": apt, "python3": "exit 0", "fuser": "exit 1",
+                                  "systemctl": "exit 0", "dpkg": "exit 0", "pkill": "exit 1"})
+        done = _run(script, bin_dir)
+        assert done.returncode == 0, done.stderr
+        calls = (root / "calls.log").read_text().splitlines()
+        assert "apt-get install -y rclone fuse3" in calls or name == "failing", calls
+        if name == "failing":
+            assert "skyc: could not install rclone and fuse3" in done.stderr
+        home = Path(subprocess.run(["getent", "passwd", node_user], capture_output=True,
+                                   text=True, check=True).stdout.split(":")[5])
+        assert (home / READY_MARKER).is_file()  # the node boots either way
+        (home / READY_MARKER).unlink()

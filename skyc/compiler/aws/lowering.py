@@ -343,7 +343,7 @@ def _instance_settings(
         "metadata_options": _block("aws.ec2.InstanceMetadataOptionsArgs",
                                    http_endpoint="enabled", http_tokens="required"),
         "user_data": render("node_bootstrap.sh.j2", cluster=request.cluster,
-                            ssh_user=SSH_USER),
+                            ssh_user=SSH_USER, bucket_tools=bool(request.candidate.buckets)),
         "volume_tags": dict(labels),
         # A shutdown from inside the node (autostop) stops an on-demand instance and
         # keeps its disk; a one-time spot instance can only terminate.

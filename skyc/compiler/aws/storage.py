@@ -9,6 +9,11 @@ from skyc.model.stack import Block, Output, Ref, Resource, Stack
 from skyc.settings.config import SkycConfig
 
 STORE = "s3"
+DEFAULT_REGION = "us-east-1"
+
+
+def account(bucket: str) -> str:
+    return ""  # buckets are not held in accounts
 
 
 def bucket_stack(use: Any, region: str, labels: dict[str, str], config: SkycConfig) -> Stack:

@@ -7,7 +7,8 @@ with one subnet, a network security group on the subnet (SSH, the task's
 ``ports``, all traffic from inside the virtual network), and per node a Standard
 public IP, a NIC (accelerated networking where the size supports it, see
 ``data/azure_sizes.csv``; a static private address, so the stack's outputs name
-it) and the VM.
+it) and the VM. A task that mounts containers skyc created adds a managed identity on
+the VMs with a role on each of those containers (``storage``).
 
 VMs: the placement's size; the admin user ``azureuser`` with the cluster's SSH
 public key (an RSA key, the kind Azure documents; the ``ssh_public_key`` input,
@@ -47,7 +48,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skyc.compiler.azure import images, sizes
+from skyc.compiler.azure import images, sizes, storage
 from skyc.compiler.base import BuildRequest, node_name, port_range_text
 from skyc.compiler.keys import RSA, ensure_key_pair
 from skyc.compiler.templates import render
@@ -297,7 +298,8 @@ def _network(stack: Stack, tags: dict[str, str], base: str, region: str,
 def _vm_settings(request: BuildRequest, image: images.Image) -> dict[str, Any]:
     """The VM arguments every node shares."""
     placement, candidate = request.placement, request.candidate
-    bootstrap = render("node_bootstrap.sh.j2", cluster=request.cluster, ssh_user=SSH_USER)
+    bootstrap = render("node_bootstrap.sh.j2", cluster=request.cluster, ssh_user=SSH_USER,
+                       bucket_tools=bool(candidate.buckets))
     settings: dict[str, Any] = {
         "resource_group_name": RG,
         "location": placement.region,
@@ -344,11 +346,46 @@ def _driver_extension(stack: Stack, extension: images.Extension, vm: str, rank: 
     }, depends_on=[f"node_{rank}"]))
 
 
-def _nodes(stack: Stack, request: BuildRequest, tags: dict[str, str]) -> None:
+def _subscription(config: SkycConfig) -> str:
+    """The subscription a role assignment's ids are in: the config's, else the login's."""
+    if config.azure.subscription_id:
+        return config.azure.subscription_id
+    from skyc.compiler.azure.credentials import find
+
+    found = find(config.azure)
+    if found.subscription_id is None:
+        raise ConfigError(
+            "azure.subscription_id: the task mounts containers skyc created, and the "
+            "role assignments that let the cluster's identity reach them name the "
+            f"subscription, which is not known here ({found.reason})",
+            hint="set azure.subscription_id in the config (or AZURE_SUBSCRIPTION_ID), "
+            "or log in with `az login`")
+    return found.subscription_id
+
+
+def _container_access(stack: Stack, request: BuildRequest, tags: dict[str, str]
+                      ) -> Ref | None:
+    """The cluster's managed identity and its roles on the containers skyc created that
+    the task mounts (None: the task mounts none)."""
+    grants = [(g.bucket, g.write) for g in request.candidate.buckets
+              if g.created and g.store in (None, storage.STORE)]
+    if not grants:
+        return None
+    return storage.add_container_access(
+        stack, grants, _subscription(request.config), "identity", RG,
+        base_name(request.cluster, request.owner_hash), request.placement.region or "",
+        tags)
+
+
+def _nodes(stack: Stack, request: BuildRequest, tags: dict[str, str],
+           identity: Ref | None) -> None:
     placement, candidate, cluster = request.placement, request.candidate, request.cluster
     size = placement.instance_type or ""
     image = images.choose_image(placement, candidate)
     shared = _vm_settings(request, image)
+    if identity is not None:
+        shared["identity"] = _args("compute.VirtualMachineIdentityArgs",
+                                   type="UserAssigned", user_assigned_identities=[identity])
     custom_data = shared.pop("custom_data")
     if uses_availability_set(placement, candidate):
         stack.add(_resource("availability_set", "availability_set", {
@@ -406,7 +443,7 @@ def build(request: BuildRequest) -> Stack:
         backend=request.config.backend,
     )
     _network(stack, tags, base_name(cluster, request.owner_hash), region, candidate.ports)
-    _nodes(stack, request, tags)
+    _nodes(stack, request, tags, _container_access(stack, request, tags))
     nodes = range(placement.num_nodes)
     stack.outputs = {
         "names": Output(value=[vm_name(cluster, i, request.owner_hash) for i in nodes]),

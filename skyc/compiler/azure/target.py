@@ -47,7 +47,9 @@ class Azure(Target):
         return None
 
     def storage(self) -> Storage | None:
-        return None  # Blob containers are read and written, not created yet
+        from skyc.compiler.azure import storage
+
+        return storage
 
 
 TARGET = Azure(

@@ -123,7 +123,8 @@ def build(request: BuildRequest) -> Stack:
     site = vm.Site(cluster=cluster, zone=placement.zone, network=NETWORK,
                    subnetwork=SUBNETWORK,
                    tag=names.resource_name(cluster, owner_hash=request.owner_hash),
-                   labels=names.labels(request.labels), metadata=metadata(cluster),
+                   labels=names.labels(request.labels),
+                   metadata=metadata(cluster, bucket_tools=bool(candidate.buckets)),
                    reservations=tuple(config.gcp.reservations),
                    owner_hash=request.owner_hash,
                    # A cluster created before owners were recorded keeps its stack as

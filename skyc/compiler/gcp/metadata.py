@@ -12,10 +12,12 @@ from skyc.model.stack import Var
 SSH_USER = "skyc"  # created from the ssh-keys metadata (and by the bootstrap if missing)
 
 
-def metadata(cluster: str, environment: dict[str, str] | None = None) -> dict[str, Any]:
+def metadata(cluster: str, environment: dict[str, str] | None = None,
+             bucket_tools: bool = False) -> dict[str, Any]:
+    """``bucket_tools``: the task mounts buckets (the bootstrap installs rclone, fuse3)."""
     return {
         "enable-oslogin": "FALSE",
         "ssh-keys": Var(name="ssh_keys"),
         "startup-script": render("node_bootstrap.sh.j2", cluster=cluster, ssh_user=SSH_USER,
-                                 environment=environment or {}),
+                                 environment=environment or {}, bucket_tools=bucket_tools),
     }

@@ -12,7 +12,12 @@ from skyc.model.stack import Output, Ref, Stack
 from skyc.settings.config import SkycConfig
 
 STORE = "gcs"
+DEFAULT_REGION = "us-central1"
 READER, WRITER = "roles/storage.objectViewer", "roles/storage.objectAdmin"
+
+
+def account(bucket: str) -> str:
+    return ""  # buckets are not held in accounts
 
 
 def bucket_stack(use: Any, region: str, labels: dict[str, str], config: SkycConfig) -> Stack:
