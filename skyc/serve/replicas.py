@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -71,16 +72,30 @@ def load_replica_task(service: Service) -> ReplicaTask:
 
     loaded = load_tasks(Path(service.task_file), env=service.envs, require_values=True)
     task = loaded.tasks[0].model_copy(update={"service": None})
-    spec = job_spec_from_task(task)
+    spec = job_spec_from_task(task, buckets=[])  # the buckets: each replica's, at start
     cwd = Path(service.cwd)
 
     def fix(path: str) -> str:
         p = Path(path).expanduser()
         return path if p.is_absolute() else str(cwd / p)
 
+    task = _absolute_uploads(task, fix)
     return ReplicaTask(task, spec.model_copy(update={
         "workdir": None if spec.workdir is None else fix(spec.workdir),
         "file_mounts": {t: fix(src) for t, src in spec.file_mounts.items()}}))
+
+
+def _absolute_uploads(task: Task, fix: Callable[[str], str]) -> Task:
+    """``task`` with the local paths uploaded into its buckets made absolute by ``fix``."""
+    from skyc.task.spec import StorageMount
+
+    mounts: dict[str, Any] = {}
+    for target, source in (task.file_mounts or {}).items():
+        if isinstance(source, StorageMount) and source.source:
+            source = source.model_copy(update={"source": [
+                s if "://" in s else fix(s) for s in source.source]})
+        mounts[target] = source
+    return task.model_copy(update={"file_mounts": mounts}) if mounts else task
 
 
 def launch_log(service: str, replica: int) -> Path:
@@ -104,6 +119,7 @@ def provision(work: ReplicaTask, service: str, replica: int, cluster: str) -> Cl
 def start(info: ClusterInfo, work: ReplicaTask, service: str, replica: int,
           port: int) -> JobResult:
     """Setup (to its end), then the run, detached: the replica's job."""
+    from skyc.apply.bucket_jobs import job_with_buckets
     from skyc.runtime import run_job
     from skyc.state.cluster_jobs import JobRecorder
     from skyc.state.database import StateDB
@@ -113,6 +129,8 @@ def start(info: ClusterInfo, work: ReplicaTask, service: str, replica: int,
     spec = work.spec.model_copy(update={"envs": {**work.spec.envs, **ids}})
     with StateDB() as db, launch_log(service, replica).open("a", encoding="utf-8") as log:
         reporter = LogReporter(log)
+        # its buckets: checked, created or used again, mounted (released with its cluster)
+        spec = job_with_buckets(work.task, spec, info, reporter.stage, db=db)
         recorder = JobRecorder(db, info.name, spec.name)
         result = run_job(info, spec, detach=True, on_start=recorder.started,
                          on_wait=lambda text: reporter.stage("boot", text))

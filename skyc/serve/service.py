@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skyc.errors import ConfigError, SkycError, UnsupportedFeature
 from skyc.serve import knobs
@@ -38,6 +38,9 @@ from skyc.serve.rollout import MODES
 from skyc.serve.spec import ServiceConfig, check_local, service_config
 from skyc.serve.store import ServeStore
 from skyc.state.service_claims import db_path
+
+if TYPE_CHECKING:
+    from skyc.task import Task
 
 TASK_COPY = "task.yaml"
 TASK_VERSION = "task-v{version}.yaml"   # the task of each version after the first
@@ -82,6 +85,7 @@ def prepare(task_path: Path, name: str | None, envs: Mapping[str, str],
     task = loaded.tasks[0]
     config = service_config(task, file)
     check_local(task, file)
+    _check_buckets(task)
     if importlib.util.find_spec("aiohttp") is None:
         raise UnsupportedFeature("services need the aiohttp package (their load balancer "
                                  "is built on it)", hint="pip install aiohttp")
@@ -91,6 +95,21 @@ def prepare(task_path: Path, name: str | None, envs: Mapping[str, str],
     if kept:
         doc["envs"] = kept
     return Prepared(name, file, doc, dict(envs), config, warnings)
+
+
+def _check_buckets(task: Task) -> None:
+    """The task's buckets as apply checks them (each replica mounts them): refused here,
+    naming the field, before the service exists."""
+    from skyc.apply.bucket_jobs import has_buckets
+
+    if not has_buckets(task):
+        return
+    from skyc.apply.buckets import check_buckets
+    from skyc.settings.config import load_config
+    from skyc.state.database import StateDB
+
+    with StateDB() as db:
+        check_buckets(task, "local", load_config(), db)
 
 
 def up(prepared: Prepared) -> Service:
