@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from skyc.errors import ApplyFailed, StorageError
 from skyc.settings.config import SkycConfig
 from skyc.storage.access import DEFAULT_S3_REGION, rclone_env, reach_problem, s3_configured
+from skyc.storage.bucket_stacks import R2
+from skyc.storage.r2_engine import REGION as R2_REGION
 from skyc.storage.stores import store
 from skyc.storage.uses import BucketUse, bucket_uses
 
@@ -60,6 +62,8 @@ def bucket_region(use: BucketUse, cloud: str, region: str | None) -> str:
     native = native_store(cloud)
     if native is not None and native.name == use.store and region:
         return region
+    if use.store == R2:
+        return R2_REGION
     owner = store_target(use.store)
     part = owner.storage() if owner is not None else None
     if part is None or use.store == "s3":
@@ -122,7 +126,7 @@ def ensure_bucket(use: BucketUse, region: str, cluster: str, config: SkycConfig,
     from skyc.model.owner import owner
     from skyc.state.locks import cluster_lock
     from skyc.state.storage import StorageRecord, get_storage, put_storage
-    from skyc.storage.bucket_stacks import bucket_labels, bucket_stack, stack_name
+    from skyc.storage.bucket_stacks import bucket_labels, bucket_stack, engine_env, stack_name
 
     record = get_storage(db, use.bucket)
     if record is not None and record.status == "READY":
@@ -141,7 +145,7 @@ def ensure_bucket(use: BucketUse, region: str, cluster: str, config: SkycConfig,
             engine=engine, owner=who))
         kind = "persistent" if use.persistent else f"goes with cluster {made_for}"
         say("bucket", f"creating {use.url} ({kind})")
-        _apply(use, workspace, engine, db, progress)
+        _apply(use, workspace, engine, db, progress, engine_env(use.store, config))
 
 
 def _write(stack: Any, workspace: Path, config: SkycConfig) -> str:
@@ -157,11 +161,11 @@ def _write(stack: Any, workspace: Path, config: SkycConfig) -> str:
 
 
 def _apply(use: BucketUse, workspace: Path, engine: str, db: StateDB,
-           progress: ProgressCallback | None) -> None:
+           progress: ProgressCallback | None, env: dict[str, str] | None) -> None:
     from skyc.stacks.registry import open_engine
     from skyc.state.storage import remove_storage, set_storage_status
 
-    driver = open_engine(engine, workspace)
+    driver = open_engine(engine, workspace, env)
     try:
         diff = driver.plan()
         if diff.has_changes:
@@ -187,7 +191,7 @@ def destroy_bucket(record: StorageRecord, db: StateDB,
     from skyc.stacks.registry import open_engine, stack_engine
     from skyc.state.locks import cluster_lock
     from skyc.state.storage import remove_storage, set_storage_status
-    from skyc.storage.bucket_stacks import stack_name
+    from skyc.storage.bucket_stacks import engine_env, stack_name
 
     workspace = Path(record.workspace) if record.workspace else storage_workspace(
         record.name)
@@ -198,7 +202,10 @@ def destroy_bucket(record: StorageRecord, db: StateDB,
                 f"bucket {record.name}: its stack is not in {workspace}",
                 hint="delete it from the SKYC_HOME that created it")
         set_storage_status(db, record.name, "DELETING")
-        open_engine(engine, workspace).destroy(progress)
+        from skyc.settings.config import load_config
+
+        env = engine_env(record.store, load_config())
+        open_engine(engine, workspace, env).destroy(progress)
         remove_storage(db, record.name)
         _clear(workspace)
 

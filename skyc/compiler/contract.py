@@ -132,6 +132,9 @@ class Storage(Protocol):
 
     STORE: str
     DEFAULT_REGION: str
+    # Other stores whose buckets this target's stacks create (their API is its
+    # provider's: R2 through AWS's); their region is their own.
+    ALSO_CREATES: tuple[str, ...]
 
     def account(self, bucket: str) -> str: ...
 

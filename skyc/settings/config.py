@@ -6,6 +6,10 @@ Every section is optional::
     aws:
       profile: default
       endpoint_url: http://127.0.0.1:5000   # AWS-compatible API (LocalStack, moto, ...)
+    r2:
+      endpoint_url: https://ACCOUNT.eu.r2.cloudflarestorage.com   # R2's S3 endpoint, when
+                                      # not https://ACCOUNT.r2.cloudflarestorage.com (the
+                                      # account from ~/.cloudflare/accountid)
     backend:                          # remote Terraform state for teams
       s3: {bucket: my-state, key: skyc, region: us-east-1, dynamodb_table: locks}
     engine: terraform                 # or pulumi; or per target: {aws: pulumi, default: terraform}
@@ -87,6 +91,12 @@ class AwsConfig(_Model):
         return value
 
 
+class R2Config(_Model):
+    # R2's S3 API endpoint: a jurisdiction's (EU, FedRAMP) or an R2-compatible server;
+    # None: https://ACCOUNT.r2.cloudflarestorage.com, ACCOUNT from ~/.cloudflare/accountid
+    endpoint_url: str | None = None
+
+
 class SshPool(_Model):
     hosts: list[str] = Field(min_length=1)
     user: str | None = None
@@ -130,6 +140,7 @@ _SECRET_KEY = re.compile(r"secret|password|token|access_key|credential|sas|clien
 class SkycConfig(_Model):
     infra: list[str] | None = None
     aws: AwsConfig = _section(AwsConfig)
+    r2: R2Config = _section(R2Config)
     backend: dict[str, dict[str, Any]] | None = None
 
     @field_validator("backend")

@@ -131,10 +131,12 @@ class PulumiEngine:
 
     name = NAME
 
-    def __init__(self, workspace: Path, *, backend: str | None = None) -> None:
+    def __init__(self, workspace: Path, *, backend: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.workspace = Path(workspace)
         self.stack_name = self.workspace.name
         self._backend = backend
+        self._extra_env = dict(env or {})
         self._prepared: Stack | None = None
         self.last_log: Path | None = None
 
@@ -146,6 +148,7 @@ class PulumiEngine:
             "PULUMI_BACKEND_URL": backend_url(backend),
             "PULUMI_CONFIG_PASSPHRASE_FILE": str(passphrase(self.workspace)),
             "PULUMI_SKIP_UPDATE_CHECK": "true",
+            **self._extra_env,
         }
 
     def _errors(self, doing: str) -> AbstractContextManager[None]:
@@ -288,8 +291,8 @@ class PulumiEngine:
                   progress)
 
 
-def open_engine(workspace: Path) -> PulumiEngine:
-    return PulumiEngine(workspace)
+def open_engine(workspace: Path, env: dict[str, str] | None = None) -> PulumiEngine:
+    return PulumiEngine(workspace, env=env)
 
 
 __all__ = ["NAME", "SCHEMA_FAMILY", "STACK_FILE", "PulumiEngine", "files", "open_engine",

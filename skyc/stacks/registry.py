@@ -41,7 +41,7 @@ class EngineModule(Protocol):
     STACK_FILE: str
     SCHEMA_FAMILY: str
 
-    def open_engine(self, workspace: Path) -> Engine: ...
+    def open_engine(self, workspace: Path, env: dict[str, str] | None = None) -> Engine: ...
 
     def files(self, stack: Stack) -> dict[str, str]: ...
 
@@ -65,9 +65,10 @@ def schema_family(name: str) -> str:
     return engine_module(name).SCHEMA_FAMILY
 
 
-def open_engine(name: str, workspace: Path) -> Engine:
-    """The engine ``name`` driving the stack in ``workspace``."""
-    return engine_module(name).open_engine(Path(workspace))
+def open_engine(name: str, workspace: Path, env: dict[str, str] | None = None) -> Engine:
+    """The engine ``name`` driving the stack in ``workspace``; ``env``: variables its
+    processes get besides this one's (credentials of the stack's own, never written)."""
+    return engine_module(name).open_engine(Path(workspace), env)
 
 
 def emit(stack: Stack, engine: str) -> dict[str, str]:

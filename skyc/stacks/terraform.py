@@ -412,8 +412,8 @@ def init_key(stack: Stack) -> str:
 STACK_FILE = terraform_json.STACK_FILE
 
 
-def open_engine(workspace: Path) -> TerraformEngine:
-    return TerraformEngine(workspace)
+def open_engine(workspace: Path, env: dict[str, str] | None = None) -> TerraformEngine:
+    return TerraformEngine(workspace, env=env)
 
 
 def files(stack: Stack) -> dict[str, str]:

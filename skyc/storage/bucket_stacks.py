@@ -1,5 +1,6 @@
 """The stack of a bucket skyc creates, built by the target whose nodes reach the
-bucket's store natively (``storage`` part: S3 by AWS, GCS by GCP). One stack per
+bucket's store natively (``storage`` part: S3 by AWS, GCS by GCP, Azure containers by
+Azure; R2 through AWS's provider). One stack per
 bucket, ``storage-<bucket>``, in ``$SKYC_HOME/storage/<bucket>/``: it outlives clusters
 when persistent, else it is destroyed with the cluster that made it."""
 
@@ -9,6 +10,10 @@ from skyc.errors import StorageError
 from skyc.model.stack import Stack
 from skyc.settings.config import SkycConfig
 from skyc.storage.uses import BucketUse
+
+# R2, no cloud's own store: a target whose provider speaks its API creates its buckets
+# (``Storage.ALSO_CREATES``), with R2's keys given to the engine (skyc.storage.r2_engine).
+R2 = "r2"
 
 
 def stack_name(bucket: str) -> str:
@@ -34,3 +39,13 @@ def bucket_stack(use: BucketUse, region: str, labels: dict[str, str],
         raise StorageError(f"{use.field}: skyc cannot create {use.store} buckets yet",
                            hint="create the bucket yourself and name it as source")
     return part.bucket_stack(use, region, labels, config)
+
+
+def engine_env(store_name: str, config: SkycConfig) -> dict[str, str] | None:
+    """What the engine's processes get besides this one's environment to apply or
+    destroy a bucket stack of store ``store_name`` (None: nothing)."""
+    if store_name == R2:
+        from skyc.storage import r2_engine
+
+        return r2_engine.engine_env(config)
+    return None

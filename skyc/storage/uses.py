@@ -142,9 +142,6 @@ def _mapping_use(target: str, mount: Any, cloud: str | None,
                          mode=mount.mode, created=True, persistent=mount.persistent,
                          uploads=tuple(sources))
     chosen.check_name(mount.name, f"{where}.name")
-    if not chosen.can_create:
-        raise StorageError(f"{where}: {chosen.notes[0]}",
-                           hint=f"create {mount.name} yourself and name it as source")
     return BucketUse(target=target, store=chosen.name, bucket=mount.name,
                      account=created_account(chosen.name, mount.name), mode=mount.mode,
                      created=True, persistent=mount.persistent, uploads=tuple(sources))

@@ -67,7 +67,6 @@ def test_skypilot_forms_mean_what_they_mean_there(tmp_path: Path) -> None:
     ("  /etc: s3://a-bucket\n", "file_mounts./etc: a bucket cannot be mounted over /etc"),
     ("  /usr/local/x: s3://a-bucket\n", "cannot be mounted over /usr/local/x"),
     ("  ~/.ssh: s3://a-bucket\n", "cannot be mounted over ~/.ssh"),
-    ("  /d: {name: a-bucket, store: r2}\n", "does not create them yet"),
     ("  /d: https://acct.blob.core.windows.net/\n", "not a bucket URL"),
 ])
 def test_what_cannot_be_used_as_written_is_refused_naming_the_field(

@@ -1,5 +1,6 @@
 """S3, the store AWS's nodes reach natively: the stack of a bucket skyc creates (the
-bucket, public access blocked, objects encrypted at rest, tagged)."""
+bucket, public access blocked, objects encrypted at rest, tagged). R2 buckets are made
+through the same provider (:mod:`skyc.compiler.aws.r2`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from skyc.settings.config import SkycConfig
 
 STORE = "s3"
 DEFAULT_REGION = "us-east-1"
+ALSO_CREATES: tuple[str, ...] = ("r2",)
 
 
 def account(bucket: str) -> str:
@@ -18,6 +20,11 @@ def account(bucket: str) -> str:
 
 def bucket_stack(use: Any, region: str, labels: dict[str, str], config: SkycConfig) -> Stack:
     from skyc.compiler.aws.lowering import provider
+
+    if use.store == "r2":
+        from skyc.compiler.aws import r2
+
+        return r2.bucket_stack(use, labels, config)
 
     stack = Stack(name=f"storage-{use.bucket}", cloud="aws", region=region, labels=labels,
                   providers={"aws": provider(region, config, services=("s3", "sts"))})

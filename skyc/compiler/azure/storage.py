@@ -25,6 +25,7 @@ from skyc.settings.config import SkycConfig
 
 STORE = "azure"
 DEFAULT_REGION = "eastus"
+ALSO_CREATES: tuple[str, ...] = ()
 # Azure's built-in roles (the same ids in every subscription).
 READER = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"  # Storage Blob Data Reader
 WRITER = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"  # Storage Blob Data Contributor

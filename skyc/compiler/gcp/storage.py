@@ -13,6 +13,7 @@ from skyc.settings.config import SkycConfig
 
 STORE = "gcs"
 DEFAULT_REGION = "us-central1"
+ALSO_CREATES: tuple[str, ...] = ()
 READER, WRITER = "roles/storage.objectViewer", "roles/storage.objectAdmin"
 
 

@@ -53,13 +53,17 @@ def native_store(cloud: str) -> Store | None:
 
 
 def store_target(name: str) -> Target | None:
-    """The target whose nodes reach store ``name`` natively (and which creates its
-    buckets); None for a store no target has as its own."""
+    """The target that creates store ``name``'s buckets: the one whose nodes reach it
+    natively, else one whose provider speaks its API (R2: AWS's); None for none."""
     from skyc.compiler import target, target_names
 
     for cloud in target_names():
         part = target(cloud).storage()
         if part is not None and name == part.STORE:
+            return target(cloud)
+    for cloud in target_names():
+        part = target(cloud).storage()
+        if part is not None and name in part.ALSO_CREATES:
             return target(cloud)
     return None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,7 +67,6 @@ class Store:
     rclone: Callable[[Mapping[str, str], Mapping[str, str | None]], RcloneSettings]
     credentials: CredentialReader = no_credentials
     settings: SettingsReader = no_settings
-    can_create: bool = True                    # whether skyc creates buckets in it
     # One rclone remote per account (Azure: an account's settings, key and endpoint are
     # its own), named ``<remote><account>``; else one remote for the whole store.
     remote_per_account: bool = False
@@ -75,7 +74,6 @@ class Store:
     # no, a role is scoped to a container by its resource group, which a URL does not
     # give; nodes reach such a container with the user's key).
     identity_for_existing: bool = True
-    notes: tuple[str, ...] = field(default_factory=tuple)
     credentials_help: str = ""                 # where the user's credentials are read from
 
     def owns(self, url: str) -> bool:

@@ -57,7 +57,10 @@ def credentials(env: Mapping[str, str], home: Path, config: SkycConfig) -> dict[
 
 def settings(target: BucketPath, config: SkycConfig, env: Mapping[str, str], home: Path,
              region: str | None) -> dict[str, str | None]:
-    """The account's endpoint, from ``~/.cloudflare/accountid``."""
+    """The account's endpoint: ``r2.endpoint_url`` in the config, else the one of the
+    account in ``~/.cloudflare/accountid``."""
+    if config.r2.endpoint_url:
+        return {"endpoint": config.r2.endpoint_url}
     account = home / ".cloudflare" / "accountid"
     ident = account.read_text().strip() if account.is_file() else ""
     return {"endpoint": f"https://{ident}.r2.cloudflarestorage.com" if ident else None}
@@ -65,8 +68,6 @@ def settings(target: BucketPath, config: SkycConfig, env: Mapping[str, str], hom
 
 STORE = Store(name="r2", title="R2 bucket", schemes=("r2://",),
               name_rule=name_problem, remote="skycr2", parse_url=parse_url, url=url,
-              rclone=rclone, credentials=credentials, settings=settings, can_create=False,
-              notes=("skyc reads and writes existing R2 buckets; it does not create "
-                     "them yet",),
+              rclone=rclone, credentials=credentials, settings=settings,
               credentials_help=("keep R2's keys in ~/.cloudflare/r2.credentials (profile "
                                 "r2) and the account id in ~/.cloudflare/accountid"))
