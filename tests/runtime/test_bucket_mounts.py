@@ -26,7 +26,7 @@ from skyc.runtime.run import run_job
 from skyc.runtime.spec import BucketMount, JobSpec
 from tests.support.moto_server import MotoServer, start_moto
 from tests.support.sshd import SshdCluster, unmount_under
-from tests.support.storage import FUSE_UNAVAILABLE
+from tests.support.storage import FUSE_UNAVAILABLE, files_holding
 
 SECRET = "skyc-test-secret-9b41d7c2e08f"  # moto takes any key: this one is looked for
 CA_FILE = "/etc/ssl/certs/ca-certificates.crt"
@@ -95,18 +95,6 @@ def collect() -> tuple[list[tuple[str, str]], Any]:
 
 def records(home: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted((home / ".skyc/mounts").glob("*.json"))]
-
-
-def files_holding(root: Path, needle: bytes) -> list[Path]:
-    """The files under ``root`` holding ``needle`` (mount points are not entered)."""
-    found = []
-    for top, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not os.path.ismount(os.path.join(top, d))]
-        for name in files:
-            path = Path(top, name)
-            if path.is_file() and needle in path.read_bytes():
-                found.append(path)
-    return found
 
 
 @needs_fuse

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import shutil
 import urllib.parse
 import uuid
@@ -49,7 +48,7 @@ from tests.support.emulators import (
     start_gcs,
 )
 from tests.support.sshd import unmount_under
-from tests.support.storage import FUSE_UNAVAILABLE
+from tests.support.storage import FUSE_UNAVAILABLE, files_holding
 
 needs_fuse = pytest.mark.skipif(FUSE_UNAVAILABLE is not None, reason=FUSE_UNAVAILABLE or "")
 needs_rclone = pytest.mark.skipif(shutil.which("rclone") is None,
@@ -164,18 +163,6 @@ def job(uses: list[BucketUse], settings: dict[str, str], **fields: Any) -> JobSp
 
 def node_home(cluster: ClusterInfo, rank: int) -> Path:
     return Path(cluster.nodes[rank].node_dir or "")
-
-
-def files_holding(root: Path, needle: bytes) -> list[Path]:
-    """The files under ``root`` holding ``needle`` (mount points are not entered)."""
-    found = []
-    for top, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not os.path.ismount(os.path.join(top, d))]
-        for name in files:
-            path = Path(top, name)
-            if path.is_file() and needle in path.read_bytes():
-                found.append(path)
-    return found
 
 
 def sas_signature(settings: dict[str, str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -56,3 +57,15 @@ def user_s3(moto: MotoServer) -> Any:
 
     return boto3.client("s3", region_name="us-east-1", endpoint_url=moto.url,
                         aws_access_key_id=USER_KEY_ID, aws_secret_access_key=USER_SECRET)
+
+
+def files_holding(root: Path, needle: bytes) -> list[Path]:
+    """The files under ``root`` holding ``needle`` (mount points are not entered)."""
+    found = []
+    for top, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not os.path.ismount(os.path.join(top, d))]
+        for name in files:
+            path = Path(top, name)
+            if path.is_file() and needle in path.read_bytes():
+                found.append(path)
+    return found
