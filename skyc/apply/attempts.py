@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from skyc.apply.admission import admit_and_record
 from skyc.apply.failover import Attempt
 from skyc.apply.infra import missing_credentials
 from skyc.apply.launch import make_plan, reviewed_next
@@ -95,13 +96,17 @@ class AttemptSteps:
         if p is not self.chosen:  # a failover re-target: the same preflight as the first
             check_failover_placement(self.task, self.name, p,
                                      self.candidates[p.candidate_index], self.config)
-        if self.opts.admit is not None:
-            self.opts.admit(self.name, p)
         engine = self._engine(p)
-        self.reporter.stage("provision", f"{p.infra} ({engine})")
         first = not self.trail.runs
-        self.trail.runs.append(p)
-        self.db.upsert_cluster_from_placement(self.name, p, status="INIT", engine=engine)
+
+        def record() -> None:
+            self.trail.runs.append(p)
+            self.db.upsert_cluster_from_placement(self.name, p, status="INIT", engine=engine)
+
+        # The quotas' check and the record it counts next time: one step for everyone.
+        admit_and_record(self.opts.admit, self.name, p, record,
+                         on_wait=lambda text: self.reporter.stage("policy", text))
+        self.reporter.stage("provision", f"{p.infra} ({engine})")
         # The first attempt applies the diff the user confirmed (its saved engine plan),
         # or checks the engine's plan against the reviewed plan file's changes.
         reviewed = self.opts.reviewed if first else None
