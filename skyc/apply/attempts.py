@@ -17,6 +17,7 @@ from skyc.apply.infra import missing_credentials
 from skyc.apply.launch import make_plan, reviewed_next
 from skyc.apply.preflight import check_failover_placement
 from skyc.apply.provision import destroy_attempt, forget_attempts, provision
+from skyc.apply.shared_backend import check_shared_backend
 from skyc.compiler import choose_engine, target
 from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
 from skyc.model.plan import Placement
@@ -97,6 +98,7 @@ class AttemptSteps:
             check_failover_placement(self.task, self.name, p,
                                      self.candidates[p.candidate_index], self.config)
         engine = self._engine(p)
+        check_shared_backend(p.cloud, engine, self.config)
         first = not self.trail.runs
 
         def record() -> None:
