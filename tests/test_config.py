@@ -19,7 +19,16 @@ def test_a_backend_without_credentials_is_accepted(tmp_path: Path) -> None:
         "s3": {"bucket": "team-state", "key": "skyc", "region": "us-east-1"}}
 
 
-@pytest.mark.parametrize("key", ["secret_key", "access_key", "token", "client_secret"])
+def test_an_s3_compatible_backends_switches_are_not_credentials(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("backend:\n  s3: {bucket: b, key: k, region: us-east-1, "
+                    "skip_credentials_validation: true, use_path_style: true, "
+                    "shared_credentials_files: [~/.aws/credentials]}\n")
+    assert load_config(path).backend is not None
+
+
+@pytest.mark.parametrize("key", ["secret_key", "access_key", "token", "client_secret",
+                                 "sas_token", "credentials"])
 def test_credentials_in_the_backend_are_refused(tmp_path: Path, key: str) -> None:
     # The backend block is written into every stack, which is made to be reviewed.
     path = tmp_path / "config.yaml"

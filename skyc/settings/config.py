@@ -134,7 +134,10 @@ class ProvisionConfig(_Model):
     boot_timeout: float = Field(default=DEFAULT_BOOT_TIMEOUT, gt=0, le=86400)
 
 
-_SECRET_KEY = re.compile(r"secret|password|token|access_key|credential|sas|client_secret", re.I)
+# Backend settings that hold a secret (access_key, secret_key, token, sas_token,
+# client_secret, GCS's credentials, a password); not switches such as the S3 backend's
+# skip_credentials_validation, nor paths such as shared_credentials_files.
+_SECRET_KEY = re.compile(r"secret|password|token|access_key|^credentials$|^sas", re.I)
 
 
 class SkycConfig(_Model):

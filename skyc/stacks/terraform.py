@@ -296,8 +296,12 @@ class TerraformEngine:
 
     # -- the protocol ------------------------------------------------------------------
 
-    def init(self) -> None:
+    def init(self, migrate: bool = False) -> None:
+        """``terraform init``; ``migrate``: the workspace was initialized for another
+        backend before, whose state is copied to the one the stack names now."""
         args = ["init", "-input=false", "-no-color"]
+        if migrate:
+            args += ["-migrate-state", "-force-copy"]
         if self.plugin_dir:
             args.append(f"-plugin-dir={self.plugin_dir}")
         rc, lines, _ = self._run("init", args, timeout_s=600)
@@ -313,7 +317,9 @@ class TerraformEngine:
         mark = self.workspace / _INIT_MARK
         key = init_key(stack)
         if not mark.exists() or mark.read_text() != key:
-            self.init()
+            # initialized before for other providers or another backend: the state
+            # moves to the backend the stack names now (terraform copies it there)
+            self.init(migrate=mark.exists())
             mark.parent.mkdir(parents=True, exist_ok=True)
             mark.write_text(key)
 

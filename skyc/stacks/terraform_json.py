@@ -105,7 +105,7 @@ def to_terraform(stack: Stack) -> dict[str, Any]:
     if required:
         terraform["required_providers"] = required
     if stack.backend:
-        terraform["backend"] = dict(stack.backend)
+        terraform["backend"] = stack_backend(stack.name, stack.backend)
     if terraform:
         doc["terraform"] = terraform
     if stack.providers:
@@ -157,3 +157,24 @@ def emit(stack: Stack) -> str:
 def files(stack: Stack) -> dict[str, str]:
     """The files the terraform engine reads: ``main.tf.json``."""
     return {STACK_FILE: emit(stack)}
+
+
+# Where each backend kind keeps one stack's state apart from the others' (the config
+# names the place for all of them: a bucket and a key or prefix under it).
+_STATE_KEYS = {"s3": "key", "azurerm": "key", "gcs": "prefix"}
+
+
+def stack_backend(name: str, backend: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The config's ``backend`` block for stack ``name``: every stack keeps its state
+    under a key of its own, ``<key>/<name>.tfstate`` (gcs: ``<prefix>/<name>``), so two
+    clusters never share one state (the config's key or prefix, default ``skyc``, is
+    the folder of them all). Other kinds are written as the config gives them."""
+    out: dict[str, Any] = {}
+    for kind, settings in backend.items():
+        block = dict(settings)
+        field = _STATE_KEYS.get(kind)
+        if field is not None:
+            base = str(block.get(field) or "skyc").removesuffix(".tfstate").strip("/")
+            block[field] = f"{base}/{name}" + (".tfstate" if field == "key" else "")
+        out[kind] = block
+    return out

@@ -175,11 +175,18 @@ def test_endpoint_override_sets_every_service_and_skips() -> None:
     assert provider["profile"] == "p" and provider["max_retries"] == 2
 
 
-def test_backend_goes_into_the_terraform_block() -> None:
+def test_backend_goes_into_the_terraform_block_one_state_per_stack() -> None:
     backend = {"s3": {"bucket": "b", "key": "k", "region": "us-east-1"}}
     config = SkycConfig.model_validate({"backend": backend})
     for placement in (_aws(), Placement(cloud="local", hourly_cost=0)):
-        assert to_terraform(_build(placement, config))["terraform"]["backend"] == backend
+        stack = _build(placement, config)
+        assert to_terraform(stack)["terraform"]["backend"] == {"s3": {
+            "bucket": "b", "key": f"k/{stack.name}.tfstate", "region": "us-east-1"}}
+    gcs = SkycConfig.model_validate({"backend": {"gcs": {"bucket": "b"}},
+                                     "engine": "terraform"})
+    stack = _build(_aws(), gcs)
+    assert to_terraform(stack)["terraform"]["backend"] == {"gcs": {
+        "bucket": "b", "prefix": f"skyc/{stack.name}"}}
 
 
 @pytest.mark.parametrize("cloud", ["local", "ssh"])
