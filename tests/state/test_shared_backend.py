@@ -54,3 +54,26 @@ def test_a_state_of_ones_own_needs_no_remote_backend(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("SKYC_STATE_URL", raising=False)
     monkeypatch.setenv("SKYC_HOME", str(tmp_path))
     assert backend_problem("aws", "terraform", SkycConfig()) is None
+
+
+def test_the_ci_example_is_a_team_config_that_needs_no_more(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    import yaml
+
+    from skyc.settings.config import load_config
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "ci"
+    config = load_config(example / "skyc-config.yaml")
+    assert config.state is not None and config.state.startswith("postgresql://")
+    monkeypatch.setenv("SKYC_STATE_URL", config.state)
+    for cloud, engine in (("aws", "terraform"), ("gcp", "terraform"),
+                          ("kubernetes", "pulumi"), ("azure", "pulumi")):
+        assert backend_problem(cloud, engine, config) is None, cloud
+    workflow = yaml.safe_load((example / "skyc-plan.yml").read_text())
+    for job in workflow["jobs"].values():
+        steps = job["steps"]
+        assert any('cp skyc-config.yaml "$SKYC_HOME/config.yaml"' in s.get("run", "")
+                   for s in steps)
+        assert any("PGPASSWORD" in (s.get("env") or {}) for s in steps)
