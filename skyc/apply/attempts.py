@@ -19,6 +19,7 @@ from skyc.apply.preflight import check_failover_placement
 from skyc.apply.provision import destroy_attempt, forget_attempts, provision
 from skyc.apply.shared_backend import check_shared_backend
 from skyc.compiler import choose_engine, target
+from skyc.compiler.keys import public_keys
 from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
 from skyc.model.plan import Placement
 from skyc.optimizer.blocked import Blocked
@@ -112,7 +113,7 @@ class AttemptSteps:
         # The first attempt applies the diff the user confirmed (its saved engine plan),
         # or checks the engine's plan against the reviewed plan file's changes.
         reviewed = self.opts.reviewed if first else None
-        return provision(
+        info = provision(
             self.name, p, self.candidates[p.candidate_index], config=self.config,
             progress=self.reporter.engine_event, engine=engine,
             reviewed=self.confirmed if first and p is self.chosen else None,
@@ -120,6 +121,12 @@ class AttemptSteps:
             saved_plan=(reviewed.engine_plan if reviewed is not None and p is self.chosen
                         else None),
         )
+        # The stack's public key, in the state: a plan of this cluster from another
+        # machine (a teammate's, CI's) builds the stack it has.
+        key = public_keys(cluster_workspace(self.name))
+        if key is not None:
+            self.db.set_cluster_key(self.name, key)
+        return info
 
     def _engine(self, p: Placement) -> str:
         """The option's engine, else the one the cluster was made with, else the config's."""

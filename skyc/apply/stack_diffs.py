@@ -186,11 +186,28 @@ def _diff_one(
             return diff
     with tempfile.TemporaryDirectory(prefix="skyc-plan-") as tmp:
         workspace = Path(tmp) / cluster
+        _as_recorded(cluster, workspace)
         diff = plan_changes(cluster, placement, candidate, config=config, engine=engine,
                             workspace=workspace)
         if on_plan is not None:
             on_plan(cluster, workspace, diff)
         return diff.model_copy(update={"plan_file": None})
+
+
+def _as_recorded(cluster: str, workspace: Path) -> None:
+    """A throwaway workspace for a cluster the state knows but this machine has no
+    workspace of (a teammate's, seen from CI): its owner (whose hash names its cloud
+    resources) and its public key, as recorded, so its stack is built as it was."""
+    record = state_record(cluster)
+    if record is None:
+        return
+    from skyc.compiler.keys import seed_public_key
+    from skyc.model.workspace import record_owner
+
+    if record.owner:
+        record_owner(workspace, record.owner)
+    if record.ssh_public_key:
+        seed_public_key(workspace, record.ssh_public_key)
 
 
 def placement_moved(cluster: str, placement: Placement | None) -> bool | None:

@@ -21,6 +21,27 @@ def private_key_path(workspace: Path, algorithm: str = ED25519) -> Path:
     return workspace / KEY_FILES[algorithm]
 
 
+def public_keys(workspace: Path) -> str | None:
+    """The workspace's public key line (the one its stack was given); None: none yet."""
+    for name in KEY_FILES.values():
+        public = (workspace / name).with_suffix(".pub")
+        if public.is_file():
+            return public.read_text().strip() or None
+    return None
+
+
+def seed_public_key(workspace: Path, line: str) -> None:
+    """A workspace that gives its stack ``line`` as the cluster's public key, for a plan
+    away from the cluster's own workspace (a teammate's, a CI job's): the public key
+    recorded in the state, beside an empty stand-in for the private key it has not got.
+    Only for throwaway workspaces: nothing can log in with it."""
+    for name in KEY_FILES.values():
+        private = workspace / name
+        private.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private.touch(mode=0o600)
+        private.with_suffix(".pub").write_text(line + "\n")
+
+
 def ensure_key_pair(workspace: Path, algorithm: str = ED25519) -> str:
     """Create the cluster's key pair of ``algorithm`` once; return the OpenSSH public
     key line."""

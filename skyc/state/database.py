@@ -306,6 +306,12 @@ class StateDB:
         return records if owner is None else [r for r in records
                                               if owned_by(r.owner, owner)]
 
+    def set_cluster_key(self, name: str, public_key: str) -> None:
+        """Record the SSH public key cluster ``name``'s stack was given."""
+        with self._write() as conn:
+            conn.execute("UPDATE clusters SET ssh_public_key = ? WHERE name = ?",
+                         (public_key, name))
+
     def set_cluster_status(self, name: str, status: ClusterStatus) -> None:
         check_value(status, ClusterStatus, "cluster status")
         with self._write() as conn:

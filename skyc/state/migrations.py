@@ -147,6 +147,12 @@ def _m6_storage(tx: Tx) -> None:
     tx.script(_M6_SQL)
 
 
+def _m7_cluster_keys(tx: Tx) -> None:
+    """Each cluster's SSH public key (its stack's input, not a secret), so a teammate's
+    or a CI job's plan of the cluster builds the stack it has, from any machine."""
+    tx.script("ALTER TABLE clusters ADD COLUMN ssh_public_key TEXT")
+
+
 _M6_SQL = """
         CREATE TABLE storage (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -175,6 +181,7 @@ MIGRATIONS: list[Callable[[Tx], None]] = [
     _m4_managed_jobs,
     _m5_owners,
     _m6_storage,
+    _m7_cluster_keys,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # The tables, parents before children (the order a copy writes them in).

@@ -51,6 +51,8 @@ class ClusterRecord(_Model):
     # Who it belongs to (the config's user:, else user@host), set when it is first
     # recorded and never changed; None: recorded before owners were.
     owner: str | None = None
+    # The cluster's SSH public key, its stack's input (None: not recorded yet).
+    ssh_public_key: str | None = None
 
 
 class JobRecord(_Model):
@@ -138,6 +140,7 @@ def cluster_from_row(row: Mapping[str, Any]) -> ClusterRecord:
         nodes=load_payload(row["nodes"], f"{where} nodes") or [], launched_at=row["launched_at"],
         hourly_cost=row["hourly_cost"], last_job=row["last_job"], updated_at=row["updated_at"],
         owner=row.get("owner"),  # absent: a read-only state of an older schema
+        ssh_public_key=row.get("ssh_public_key"),
     )
 
 

@@ -1,7 +1,8 @@
 """A team's state and the stacks' remote backend, as `examples/ci/` sets them up: a
 cluster applied on AWS with a PostgreSQL state keeps its stack's state under a key of
 its own in the S3 backend (with its lock file), and a plan of a change to it is the
-real diff (what changes, nothing re-created).
+real diff (what changes, nothing re-created), from the owner's home and from a CI
+job's fresh home alike (the owner and public key come from the shared state).
 
 Real parts: the PostgreSQL server (tests.support.postgres), a moto server on 127.0.0.1
 serving EC2 and S3 (the terraform S3 backend's bucket and its lock file), the terraform
@@ -89,14 +90,20 @@ def test_a_cluster_of_a_shared_state_keeps_its_stack_in_the_remote_backend(
         assert "aws_instance" in {r["type"] for r in state["resources"]}
         workspace = Path(alice["SKYC_HOME"]) / "clusters" / "ci"
         assert not (workspace / "terraform.tfstate").exists()  # not on this machine
-        same = _plan(alice, task)
-        assert same["has_changes"] is False, same["resource_changes"]
-        task.write_text(TASK + "  ports: [8080]\n")
-        changed = _plan(alice, task)
-        acts = {rc["address"]: rc["actions"] for rc in changed["resource_changes"]}
-        assert acts["aws_instance.node_0"] == ["no-op"], acts
-        assert not [a for a, act in acts.items() if "delete" in act], acts
-        assert sum(act != ["no-op"] for act in acts.values()) == 1, acts
+        # The owner's own plan, and a CI job's from a fresh home sharing the state and
+        # the backend: the same real diff (no workspace of the cluster on CI's machine).
+        ci = _home(tmp_path, moto, url, "ci")
+        for who in (alice, ci):
+            task.write_text(TASK)
+            same = _plan(who, task)
+            assert same["has_changes"] is False, same["resource_changes"]
+            task.write_text(TASK + "  ports: [8080]\n")
+            changed = _plan(who, task)
+            acts = {rc["address"]: rc["actions"] for rc in changed["resource_changes"]}
+            assert acts["aws_instance.node_0"] == ["no-op"], acts
+            assert not [a for a, act in acts.items() if "delete" in act], acts
+            assert sum(act != ["no-op"] for act in acts.values()) == 1, acts
+        assert not (Path(ci["SKYC_HOME"]) / "clusters" / "ci").exists()  # plan wrote none
     finally:
         gone = _skyc(alice, "destroy", "ci", "--yes")
         assert gone.returncode == 0, gone.stderr
