@@ -97,6 +97,35 @@ def check_buckets(task: Any, cloud: str, config: SkycConfig, db: StateDB) -> lis
     return uses
 
 
+def create_buckets(uses: list[BucketUse], cluster: str, cloud: str, region: str | None,
+                   config: SkycConfig, db: StateDB, say: Say,
+                   progress: ProgressCallback | None = None) -> dict[str, str]:
+    """Create the buckets of ``uses`` skyc makes (or use its own again) for cluster
+    ``cluster`` placed on ``cloud``/``region``; each one's region, by name (a bucket made
+    before keeps the region it was made in)."""
+    from skyc.state.storage import get_storage
+
+    regions = {}
+    for use in uses:
+        if not use.created:
+            continue
+        record = get_storage(db, use.bucket)
+        regions[use.bucket] = (record.region if record is not None and record.region
+                               else bucket_region(use, cloud, region))
+        ensure_bucket(use, regions[use.bucket], cluster, config, db, say, progress)
+    return regions
+
+
+def make_task_buckets(task: Any, cluster: str, placement: Any, config: SkycConfig,
+                      db: StateDB, say: Say, progress: ProgressCallback | None = None
+                      ) -> None:
+    """Before the cluster is provisioned: the buckets its task creates exist, so the
+    cluster's stack can grant its identity each of them (GCP and Azure bind a role on
+    the bucket itself, which must exist first)."""
+    create_buckets(task_uses(task, placement.cloud, config), cluster, placement.cloud,
+                   placement.region, config, db, say, progress)
+
+
 def prepare_buckets(task: Any, cluster: str, cloud: str, region: str | None,
                     config: SkycConfig, db: StateDB, say: Say,
                     progress: ProgressCallback | None = None) -> Buckets:
@@ -105,12 +134,10 @@ def prepare_buckets(task: Any, cluster: str, cloud: str, region: str | None,
     from skyc.state.storage import add_storage_user
 
     uses = task_uses(task, cloud, config)
-    regions = {u.bucket: bucket_region(u, cloud, region) for u in uses if u.created}
+    regions = create_buckets(uses, cluster, cloud, region, config, db, say, progress)
     for use in uses:
-        if not use.created:
-            continue
-        ensure_bucket(use, regions[use.bucket], cluster, config, db, say, progress)
-        add_storage_user(db, use.bucket, cluster)
+        if use.created:
+            add_storage_user(db, use.bucket, cluster)
     from skyc.apply.bucket_uploads import upload_sources
 
     here = rclone_env(uses, config, regions=regions)  # this machine: the user's own

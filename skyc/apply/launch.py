@@ -276,6 +276,7 @@ def _provision(
                            autostop)
     steps = AttemptSteps(task, name, opts, pinned, config, db, reporter, candidates, chosen,
                          confirmed, blocked, keep_in_place=home is not None)
+    made_buckets = _make_buckets(task, name, chosen, config, db, reporter)
     try:
         result = provision_with_failover(
             chosen, provision=steps.provision, cleanup=steps.cleanup,
@@ -284,9 +285,27 @@ def _provision(
         )
     except SkycError as exc:
         record_failed_apply(db, name, before, steps.trail, exc)
+        if made_buckets and before is None:  # nothing came up: its own buckets go too
+            from skyc.apply.buckets import release_cluster_buckets
+
+            release_cluster_buckets(name, db, reporter.stage, reporter.engine_event)
         raise
     db.mark_cluster_up(name, result.value, result.placement)
     return result.value, result.placement, result.attempts
+
+
+def _make_buckets(task: Task, name: str, chosen: Placement, config: SkycConfig,
+                  db: StateDB, reporter: LaunchReporter) -> bool:
+    """The buckets the task creates, made before its cluster (whose stack grants them);
+    whether the task has any."""
+    from skyc.apply.bucket_jobs import has_buckets
+
+    if not has_buckets(task):
+        return False
+    from skyc.apply.buckets import make_task_buckets
+
+    make_task_buckets(task, name, chosen, config, db, reporter.stage, reporter.engine_event)
+    return True
 
 
 def _first_plan(task: Task, name: str, opts: LaunchOptions, pinned: LaunchOptions,

@@ -107,6 +107,9 @@ def test_buckets_from_plan_to_delete(skyc: Skyc, moto: MotoServer) -> None:
 
     run = skyc.ok("apply", "st.yaml", "--yes", timeout=600)
     assert run.stdout.count("hello from the bucket") == 4, str(run)  # 2 nodes, 2 mounts
+    # the buckets exist before the cluster's stack is applied (its grants name them)
+    said = " ".join(run.output.split())
+    assert said.index(f"creating s3://{ckpt}") < said.index("provision"), said
     assert run.stdout.count("train.csv") == 2 and "scratch.tmp" not in run.stdout
     # MOUNT_CACHED: what the job wrote is in the bucket once apply has returned.
     assert _keys(s3, ckpt) == {"rank0.txt", "rank1.txt"}
