@@ -18,8 +18,8 @@ from skyc.apply.launch import make_plan, reviewed_next
 from skyc.apply.preflight import check_failover_placement
 from skyc.apply.provision import destroy_attempt, forget_attempts, provision
 from skyc.apply.shared_backend import check_shared_backend
-from skyc.compiler import choose_engine, target
-from skyc.compiler.keys import public_keys
+from skyc.compiler import choose_engine, lowering, target
+from skyc.compiler.keys import ED25519, public_key
 from skyc.errors import InfeasibleError, ProvisionError, ProvisionFailure, SkycError
 from skyc.model.plan import Placement
 from skyc.optimizer.blocked import Blocked
@@ -123,7 +123,8 @@ class AttemptSteps:
         )
         # The stack's public key, in the state: a plan of this cluster from another
         # machine (a teammate's, CI's) builds the stack it has.
-        key = public_keys(cluster_workspace(self.name))
+        algorithm = getattr(lowering(p.cloud), "KEY_ALGORITHM", ED25519)
+        key = public_key(cluster_workspace(self.name), algorithm)
         if key is not None:
             self.db.set_cluster_key(self.name, key)
         return info

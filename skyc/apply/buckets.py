@@ -163,8 +163,11 @@ def ensure_bucket(use: BucketUse, region: str, cluster: str, config: SkycConfig,
     made_for = record.cluster if record is not None else cluster
     stack = bucket_stack(use, region, bucket_labels(use, who, made_for), config)
     workspace = storage_workspace(use.bucket)
+    env = engine_env(use.store, config)  # refused here, before anything is recorded
     with cluster_lock(stack_name(use.bucket), timeout=BUCKET_LOCK_TIMEOUT_S):
-        engine = _write(stack, workspace, config)
+        # R2's stack runs with R2's keys as the engine's AWS keys: terraform, whose
+        # state is the workspace's own (a Pulumi backend in S3 would need AWS's keys)
+        engine = _write(stack, workspace, config, "terraform" if use.store == R2 else None)
         put_storage(db, StorageRecord(
             name=use.bucket, store=use.store, region=region, url=use.url,
             status="CREATING", persistent=use.persistent,
@@ -172,14 +175,15 @@ def ensure_bucket(use: BucketUse, region: str, cluster: str, config: SkycConfig,
             engine=engine, owner=who))
         kind = "persistent" if use.persistent else f"goes with cluster {made_for}"
         say("bucket", f"creating {use.url} ({kind})")
-        _apply(use, workspace, engine, db, progress, engine_env(use.store, config))
+        _apply(use, workspace, engine, db, progress, env)
 
 
-def _write(stack: Any, workspace: Path, config: SkycConfig) -> str:
+def _write(stack: Any, workspace: Path, config: SkycConfig, engine: str | None = None
+           ) -> str:
     from skyc.compiler import choose_engine
     from skyc.stacks.registry import open_engine, write_stack
 
-    name = choose_engine(stack.cloud, None, config)
+    name = choose_engine(stack.cloud, engine, config)
     driver = open_engine(name, workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     write_stack(stack, workspace, {}, engine=name)
@@ -228,10 +232,10 @@ def destroy_bucket(record: StorageRecord, db: StateDB,
             raise StorageError(
                 f"bucket {record.name}: its stack is not in {workspace}",
                 hint="delete it from the SKYC_HOME that created it")
-        set_storage_status(db, record.name, "DELETING")
         from skyc.settings.config import load_config
 
-        env = engine_env(record.store, load_config())
+        env = engine_env(record.store, load_config())  # refused before the status moves
+        set_storage_status(db, record.name, "DELETING")
         open_engine(engine, workspace, env).destroy(progress)
         remove_storage(db, record.name)
         _clear(workspace)

@@ -21,13 +21,11 @@ def private_key_path(workspace: Path, algorithm: str = ED25519) -> Path:
     return workspace / KEY_FILES[algorithm]
 
 
-def public_keys(workspace: Path) -> str | None:
-    """The workspace's public key line (the one its stack was given); None: none yet."""
-    for name in KEY_FILES.values():
-        public = (workspace / name).with_suffix(".pub")
-        if public.is_file():
-            return public.read_text().strip() or None
-    return None
+def public_key(workspace: Path, algorithm: str = ED25519) -> str | None:
+    """The workspace's public key line of ``algorithm`` (its target's: the one its stack
+    was given); None: none yet."""
+    public = private_key_path(workspace, algorithm).with_suffix(".pub")
+    return (public.read_text().strip() or None) if public.is_file() else None
 
 
 def seed_public_key(workspace: Path, line: str) -> None:

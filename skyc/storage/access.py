@@ -38,7 +38,10 @@ def reach_problem(use: BucketUse, config: SkycConfig, cloud: str,
     home = Path.home() if home is None else home
     found = store(use.store)
     where = found.settings(use.location, config, env, home, None)
-    if where.get("endpoint") or found.credentials(env, home, config):
+    given = found.rclone(found.credentials(env, home, config), where)
+    if any(given.get(name) for name in found.credential_settings):
+        return None  # the user's credentials for it (for its account, where it has one)
+    if where.get("endpoint") and found.endpoint_without_credentials:
         return None
     if native_store(cloud) is found and (use.created or found.identity_for_existing):
         return None

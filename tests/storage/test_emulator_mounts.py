@@ -280,15 +280,19 @@ def test_azure_settings_follow_the_connection_string_of_the_account(tmp_path: Pa
     prefix = f"RCLONE_CONFIG_{uses[0].remote.split(':')[0].upper()}_"
     string = ("DefaultEndpointsProtocol=http;AccountName={};AccountKey={};"
               "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1/;")
-    # another account's: its key is read, its endpoint is not this account's
+    # another account's: neither its key nor its endpoint is this account's
     other = node_settings(uses, {"AZURE_STORAGE_CONNECTION_STRING":
                                  string.format("otheraccount", key)}, tmp_path)
-    assert other == {f"{prefix}ACCOUNT": "devstoreaccount1", f"{prefix}KEY": key,
+    assert other == {f"{prefix}ACCOUNT": "devstoreaccount1", f"{prefix}ENV_AUTH": "true",
                      f"{prefix}TYPE": "azureblob"}
-    # AZURE_STORAGE_KEY comes first, as before
-    both = node_settings(uses, {"AZURE_STORAGE_KEY": "c2Vjb25k", "AZURE_STORAGE_CONNECTION_"
-                                "STRING": string.format("otheraccount", key)}, tmp_path)
+    # AZURE_STORAGE_KEY with the account it is of (the Azure CLI's pair) comes first;
+    # without its account it is not used (a key is only ever given to its own account)
+    pair = {"AZURE_STORAGE_KEY": "c2Vjb25k", "AZURE_STORAGE_CONNECTION_STRING":
+            string.format("otheraccount", key)}
+    both = node_settings(uses, {**pair, "AZURE_STORAGE_ACCOUNT": "devstoreaccount1"},
+                         tmp_path)
     assert both[f"{prefix}KEY"] == "c2Vjb25k"
+    assert f"{prefix}KEY" not in node_settings(uses, pair, tmp_path)
     for cloud in (None, "azure"):  # on Azure too: an endpoint of its own is not its cloud's
         settings = rclone_env(uses, SkycConfig(), env={
             "AZURE_STORAGE_CONNECTION_STRING": string.format("devstoreaccount1", key)},

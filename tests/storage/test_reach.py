@@ -58,8 +58,13 @@ def test_on_azure_only_containers_skyc_created_go_through_the_identity(
     read = _use(tmp_path, f"  /d:\n    source: {AZ}\n", "azure")
     assert "nodes on azure cannot reach" in (
         reach_problem(read, SkycConfig(), "azure", env={}, home=tmp_path) or "")
-    assert reach_problem(read, SkycConfig(), "azure", env={"AZURE_STORAGE_KEY": "a2V5"},
-                         home=tmp_path) is None
+    assert reach_problem(read, SkycConfig(), "azure", env={
+        "AZURE_STORAGE_KEY": "a2V5", "AZURE_STORAGE_ACCOUNT": "teamacct"},
+        home=tmp_path) is None
+    # a key of another account does not reach it
+    assert reach_problem(read, SkycConfig(), "azure", env={
+        "AZURE_STORAGE_KEY": "a2V5", "AZURE_STORAGE_ACCOUNT": "otheracct"},
+        home=tmp_path) is not None
     made = _use(tmp_path, "  /c:\n    name: my-ckpts\n", "azure")
     assert (made.store, made.account) == ("azure", account("my-ckpts"))
     assert reach_problem(made, SkycConfig(), "azure", env={}, home=tmp_path) is None
@@ -85,7 +90,7 @@ def test_azure_nodes_use_their_managed_identity_for_created_containers(
 
     made = _use(tmp_path, "  /c:\n    name: my-ckpts\n", "azure")
     read = _use(tmp_path, f"  /d:\n    source: {AZ}\n", "azure")
-    env = {"AZURE_STORAGE_KEY": "a2V5"}
+    env = {"AZURE_STORAGE_KEY": "a2V5", "AZURE_STORAGE_ACCOUNT": "teamacct"}
     nodes = rclone_env([made, read], SkycConfig(), env=env, home=tmp_path, cloud="azure")
     mine = f"RCLONE_CONFIG_SKYCAZ{account('my-ckpts').upper()}_"
     assert nodes[mine + "USE_MSI"] == "true" and mine + "KEY" not in nodes
@@ -93,3 +98,14 @@ def test_azure_nodes_use_their_managed_identity_for_created_containers(
     assert nodes["RCLONE_CONFIG_SKYCAZTEAMACCT_KEY"] == "a2V5"  # not skyc's: the user's key
     here = rclone_env([made], SkycConfig(), env={}, home=tmp_path)  # this machine
     assert here[mine + "ENV_AUTH"] == "true" and mine + "USE_MSI" not in here
+
+
+def test_r2_needs_its_keys_though_its_endpoint_is_known(tmp_path: Path) -> None:
+    (tmp_path / ".cloudflare").mkdir()
+    (tmp_path / ".cloudflare" / "accountid").write_text("0123abcd\n")
+    use = _use(tmp_path, "  /d: r2://team-r2/x\n", "local")
+    problem = reach_problem(use, SkycConfig(), "local", env={}, home=tmp_path)
+    assert problem is not None and "no R2 bucket credentials" in problem
+    (tmp_path / ".cloudflare" / "r2.credentials").write_text(
+        "[r2]\naws_access_key_id = K\naws_secret_access_key = S\n")
+    assert reach_problem(use, SkycConfig(), "local", env={}, home=tmp_path) is None

@@ -54,7 +54,7 @@ def rclone(credentials: Mapping[str, str], settings: Mapping[str, str | None]
     reached through an account SAS URL instead, which both read the same way. The nodes
     then get that SAS, never the key."""
     account, endpoint = settings.get("account"), settings.get("endpoint")
-    key = credentials.get("KEY")
+    key = credentials.get("KEY") if credentials.get("KEY_ACCOUNT") == account else None
     if account and endpoint and key:
         return {"TYPE": "azureblob",
                 "SAS_URL": f"{endpoint}?{account_sas(str(account), key)}"}
@@ -120,10 +120,16 @@ def connection_string(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def credentials(env: Mapping[str, str], home: Path, config: SkycConfig) -> dict[str, str]:
-    """The account key: AZURE_STORAGE_KEY, else the AccountKey of
-    AZURE_STORAGE_CONNECTION_STRING."""
-    key = env.get("AZURE_STORAGE_KEY") or connection_string(env).get("accountkey")
-    return {"KEY": key} if key else {}
+    """An account key and the account it is of: AZURE_STORAGE_KEY with
+    AZURE_STORAGE_ACCOUNT (the Azure CLI's pair), else the AccountKey and AccountName of
+    AZURE_STORAGE_CONNECTION_STRING. A key is only ever used for its own account."""
+    if env.get("AZURE_STORAGE_KEY") and env.get("AZURE_STORAGE_ACCOUNT"):
+        return {"KEY": env["AZURE_STORAGE_KEY"],
+                "KEY_ACCOUNT": env["AZURE_STORAGE_ACCOUNT"].strip().lower()}
+    fields = connection_string(env)
+    if fields.get("accountkey") and fields.get("accountname"):
+        return {"KEY": fields["accountkey"], "KEY_ACCOUNT": fields["accountname"].lower()}
+    return {}
 
 
 def settings(target: BucketPath, config: SkycConfig, env: Mapping[str, str], home: Path,
@@ -145,4 +151,7 @@ STORE = Store(name="azure", title="Azure container",
               schemes=("https://",), name_rule=name_problem,
               remote="skycaz", parse_url=parse_url, url=url, rclone=rclone,
               credentials=credentials, settings=settings,
-              remote_per_account=True, identity_for_existing=False)
+              remote_per_account=True, identity_for_existing=False,
+              credential_settings=("KEY", "SAS_URL"),
+              credentials_help=("set AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY (the "
+                                "account's key), or AZURE_STORAGE_CONNECTION_STRING"))

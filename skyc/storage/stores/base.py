@@ -75,6 +75,11 @@ class Store:
     # give; nodes reach such a container with the user's key).
     identity_for_existing: bool = True
     credentials_help: str = ""                 # where the user's credentials are read from
+    # The rclone settings that carry the user's credentials (one present: reachable).
+    credential_settings: tuple[str, ...] = ()
+    # Whether an endpoint of its own (an emulator, an S3-compatible server) may be
+    # reached with no credentials; R2's endpoint is R2 itself, which needs its keys.
+    endpoint_without_credentials: bool = True
 
     def owns(self, url: str) -> bool:
         return url.lower().startswith(self.schemes)

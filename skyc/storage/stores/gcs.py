@@ -93,4 +93,7 @@ def settings(target: BucketPath, config: SkycConfig, env: Mapping[str, str], hom
 
 STORE = Store(name="gcs", title="GCS bucket", schemes=("gs://", "gcs://"),
               name_rule=name_problem, remote="skycgcs", parse_url=parse_url, url=url,
-              rclone=rclone, credentials=credentials, settings=settings)
+              rclone=rclone, credentials=credentials, settings=settings,
+              credential_settings=("SERVICE_ACCOUNT_CREDENTIALS", "ANONYMOUS"),
+              credentials_help=("set GOOGLE_APPLICATION_CREDENTIALS to a service account "
+                                "key file that can read (and write) the bucket"))

@@ -69,5 +69,6 @@ def settings(target: BucketPath, config: SkycConfig, env: Mapping[str, str], hom
 STORE = Store(name="r2", title="R2 bucket", schemes=("r2://",),
               name_rule=name_problem, remote="skycr2", parse_url=parse_url, url=url,
               rclone=rclone, credentials=credentials, settings=settings,
+              credential_settings=("ACCESS_KEY_ID",), endpoint_without_credentials=False,
               credentials_help=("keep R2's keys in ~/.cloudflare/r2.credentials (profile "
                                 "r2) and the account id in ~/.cloudflare/accountid"))

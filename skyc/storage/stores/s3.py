@@ -108,6 +108,7 @@ def settings(target: BucketPath, config: SkycConfig, env: Mapping[str, str], hom
 STORE = Store(name="s3", title="S3 bucket", schemes=("s3://",),
               name_rule=name_problem, remote="skycs3", parse_url=parse_url, url=url,
               rclone=rclone, credentials=credentials, settings=settings,
+              credential_settings=("ACCESS_KEY_ID",),
               credentials_help=("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or keep "
                                 "keys in ~/.aws/credentials (the profile aws.profile or "
                                 "AWS_PROFILE names)"))
