@@ -23,8 +23,20 @@ def test_an_s3_compatible_backends_switches_are_not_credentials(tmp_path: Path) 
     path = tmp_path / "config.yaml"
     path.write_text("backend:\n  s3: {bucket: b, key: k, region: us-east-1, "
                     "skip_credentials_validation: true, use_path_style: true, "
-                    "shared_credentials_files: [~/.aws/credentials]}\n")
+                    "shared_credentials_files: [~/.aws/credentials], "
+                    "assume_role_with_web_identity: {role_arn: x, "
+                    "web_identity_token_file: /var/run/token}}\n")
     assert load_config(path).backend is not None
+
+
+def test_credentials_nested_in_a_backend_block_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("backend:\n  s3:\n    bucket: b\n    assume_role_with_web_identity:\n"
+                    "      role_arn: arn:aws:iam::1:role/x\n      web_identity_token: hunter2\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "backend.s3.assume_role_with_web_identity.web_identity_token" in str(info.value)
+    assert "hunter2" not in str(info.value)
 
 
 @pytest.mark.parametrize("key", ["secret_key", "access_key", "token", "client_secret",

@@ -137,7 +137,24 @@ class ProvisionConfig(_Model):
 # Backend settings that hold a secret (access_key, secret_key, token, sas_token,
 # client_secret, GCS's credentials, a password); not switches such as the S3 backend's
 # skip_credentials_validation, nor paths such as shared_credentials_files.
-_SECRET_KEY = re.compile(r"secret|password|token|access_key|^credentials$|^sas", re.I)
+_SECRET_KEY = re.compile(r"secret|password|token|access_key|^credentials$|^sas|"
+                         r"encryption_key|conn_str", re.I)
+
+
+def _secret_paths(settings: Any, where: str) -> list[str]:
+    """The dotted names of ``settings`` (nested blocks too) that hold a secret."""
+    if isinstance(settings, list):
+        return [p for item in settings for p in _secret_paths(item, where)]
+    if not isinstance(settings, dict):
+        return []
+    found = []
+    for key, value in settings.items():
+        path = f"{where}.{key}"
+        if (isinstance(key, str) and _SECRET_KEY.search(key)
+                and not key.endswith(("_file", "_files", "_path"))):  # where one is kept
+            found.append(path)
+        found += _secret_paths(value, path)
+    return found
 
 
 class SkycConfig(_Model):
@@ -154,13 +171,12 @@ class SkycConfig(_Model):
         # The backend block is written into every stack, which is made for review:
         # credentials must come from the engine's environment instead.
         for kind, settings in (value or {}).items():
-            for key in settings:
-                if _SECRET_KEY.search(key):
-                    raise ValueError(
-                        f"backend.{kind}.{key}: credentials would be written into every "
-                        "stack; set them in the environment (e.g. AWS_ACCESS_KEY_ID / "
-                        "AWS_SECRET_ACCESS_KEY, ARM_ACCESS_KEY) instead"
-                    )
+            for path in _secret_paths(settings, f"backend.{kind}"):
+                raise ValueError(
+                    f"{path}: credentials would be written into every stack; set them "
+                    "in the environment (e.g. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, "
+                    "ARM_ACCESS_KEY) instead"
+                )
         return value
     ssh_pools: dict[str, SshPool] = Field(default_factory=dict)
     engine: EngineName | dict[str, EngineName] | None = None
