@@ -26,7 +26,7 @@ from skyc.runtime.run import run_job
 from skyc.runtime.spec import BucketMount, JobSpec
 from tests.support.moto_server import MotoServer, start_moto
 from tests.support.sshd import SshdCluster, unmount_under
-from tests.support.storage import FUSE_UNAVAILABLE, files_holding
+from tests.support.storage import FUSE_UNAVAILABLE, files_holding, mounts_released
 
 SECRET = "skyc-test-secret-9b41d7c2e08f"  # moto takes any key: this one is looked for
 CA_FILE = "/etc/ssl/certs/ca-certificates.crt"
@@ -69,15 +69,9 @@ def mounted(path: Path | str) -> bool:
 
 @pytest.fixture
 def cluster(local_cluster: ClusterInfo, tmp_path: Path) -> Iterator[ClusterInfo]:
-    """Two local nodes; at teardown their mounts are released (by the agent, then by
-    force whatever is left under the test's directory)."""
-    try:
-        yield local_cluster
-    finally:
-        try:
-            stop_all_jobs(local_cluster)
-        finally:
-            unmount_under(tmp_path)
+    """Two local nodes; at teardown their mounts are released."""
+    with mounts_released(local_cluster, tmp_path) as info:
+        yield info
 
 
 def node_home(cluster: ClusterInfo, rank: int) -> Path:
@@ -273,15 +267,8 @@ def test_a_node_without_rclone_says_so(tmp_path: Path) -> None:
 
 @pytest.fixture
 def ssh_cluster(sshd2: SshdCluster) -> Iterator[ClusterInfo]:
-    info = sshd2.cluster_info("sshm")
-    try:
+    with mounts_released(sshd2.cluster_info("sshm"), *(n.home for n in sshd2.nodes)) as info:
         yield info
-    finally:
-        try:
-            stop_all_jobs(info)
-        finally:
-            for node in sshd2.nodes:
-                unmount_under(node.home)
 
 
 @needs_fuse

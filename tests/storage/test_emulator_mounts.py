@@ -28,7 +28,6 @@ from pydantic import SecretStr
 from skyc.apply.buckets import Buckets
 from skyc.errors import StorageError
 from skyc.model.nodes import ClusterInfo
-from skyc.runtime.control import stop_all_jobs
 from skyc.runtime.node_agent.mounts import Rclone
 from skyc.runtime.run import run_job
 from skyc.runtime.spec import JobSpec
@@ -38,7 +37,6 @@ from skyc.storage.access import rclone_env
 from skyc.storage.checks import check_source
 from skyc.storage.uses import BucketUse
 from skyc.task import load_tasks
-from tests.runtime.conftest import make_local_cluster
 from tests.support.emulators import (
     AZURITE_KEY,
     Azurite,
@@ -47,8 +45,7 @@ from tests.support.emulators import (
     start_azurite,
     start_gcs,
 )
-from tests.support.sshd import unmount_under
-from tests.support.storage import FUSE_UNAVAILABLE, files_holding
+from tests.support.storage import FUSE_UNAVAILABLE, files_holding, mounts_released
 
 needs_fuse = pytest.mark.skipif(FUSE_UNAVAILABLE is not None, reason=FUSE_UNAVAILABLE or "")
 needs_rclone = pytest.mark.skipif(shutil.which("rclone") is None,
@@ -120,24 +117,10 @@ def bucket(store: Emulated) -> str:
 
 
 @pytest.fixture
-def skyc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "skyc_home"
-    monkeypatch.setenv("SKYC_HOME", str(home))
-    return home
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, skyc_home: Path) -> Iterator[ClusterInfo]:
-    """Two local nodes; at teardown their mounts are released (by the agent, then by
-    force whatever is left under the test's directory)."""
-    info = make_local_cluster(tmp_path)
-    try:
+def cluster(local_cluster: ClusterInfo, tmp_path: Path) -> Iterator[ClusterInfo]:
+    """Two local nodes; at teardown their mounts are released."""
+    with mounts_released(local_cluster, tmp_path) as info:
         yield info
-    finally:
-        try:
-            stop_all_jobs(info)
-        finally:
-            unmount_under(tmp_path)
 
 
 def task_uses(tmp_path: Path, mounts: dict[str, Any]) -> list[BucketUse]:

@@ -3,13 +3,16 @@ skyc reaches a moto server as its AWS-compatible store (its config and credentia
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from skyc.model.nodes import ClusterInfo
 from tests.support.moto_server import MotoServer
 from tests.support.terraform import TERRAFORM_ENV, plugin_dir
 
@@ -69,3 +72,20 @@ def files_holding(root: Path, needle: bytes) -> list[Path]:
             if path.is_file() and needle in path.read_bytes():
                 found.append(path)
     return found
+
+
+@contextlib.contextmanager
+def mounts_released(info: ClusterInfo, *roots: Path) -> Iterator[ClusterInfo]:
+    """``info`` for the ``with`` body; then its jobs stopped and its mounts released (by
+    the agent, then by force whatever is left under ``roots``), even when it failed."""
+    from skyc.runtime.control import stop_all_jobs
+    from tests.support.sshd import unmount_under
+
+    try:
+        yield info
+    finally:
+        try:
+            stop_all_jobs(info)
+        finally:
+            for root in roots:
+                unmount_under(root)
