@@ -17,6 +17,7 @@ from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
 from skyc.storage.bucket_stacks import bucket_labels, bucket_stack
 from skyc.storage.uses import BucketUse, bucket_uses
+from skyc.task import load_tasks
 from skyc.task.candidate import BucketGrant, ResourceCandidate
 from tests.compiler.golden import ROOT, compile_case
 
@@ -109,24 +110,12 @@ def test_an_unknown_subscription_is_refused_naming_the_setting(
                     workspace=tmp_path / "ws")
 
 
-class _Mount:
-    def __init__(self, **values: Any) -> None:
-        self.name = values.get("name")
-        self.source = values.get("source")
-        self.store = values.get("store")
-        self.mode = values.get("mode", "MOUNT")
-        self.persistent = values.get("persistent", True)
-
-
-class _Task:
-    def __init__(self, mounts: dict[str, Any]) -> None:
-        self.file_mounts = mounts
-
-
-def test_a_created_azure_container_is_used_in_the_account_its_stack_makes() -> None:
-    task = _Task({"/ckpt": _Mount(name="my-ckpts"),
-                  "/data": _Mount(source=["https://teamacct.blob.core.windows.net/data/x"])})
-    created, read = bucket_uses(task, "azure", s3_configured=False)
+def test_a_created_azure_container_is_used_in_the_account_its_stack_makes(
+        tmp_path: Path) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text("run: echo hi\nfile_mounts:\n  /ckpt:\n    name: my-ckpts\n  /data:\n"
+                    "    source: https://teamacct.blob.core.windows.net/data/x\n")
+    created, read = bucket_uses(load_tasks(path).tasks[0], "azure", s3_configured=False)
     assert (created.store, created.account) == ("azure", storage.account("my-ckpts"))
     assert created.remote == f"skycaz{storage.account('my-ckpts')}:my-ckpts"
     assert (read.account, read.remote) == ("teamacct", "skycazteamacct:data/x")

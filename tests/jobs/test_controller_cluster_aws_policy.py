@@ -108,6 +108,18 @@ def _controller_user(moto: MotoServer, *, moto_names: bool = False) -> dict[str,
             "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
 
 
+def _as_controller(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                   keys: dict[str, str]) -> None:
+    """This process as the controller: its own home, its user's keys (and nothing of the
+    shell's AWS profile), terraform's offline provider mirror."""
+    monkeypatch.setenv("SKYC_HOME", str(tmp_path / "home"))
+    for key, value in {**CREDENTIALS, **TERRAFORM_ENV, **keys}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    if plugin_dir():
+        monkeypatch.setenv("SKYC_TF_PLUGIN_DIR", str(plugin_dir()))
+
+
 def test_a_job_cluster_applies_and_is_destroyed_with_the_controller_policy_alone(
         moto: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import boto3
@@ -127,12 +139,7 @@ def test_a_job_cluster_applies_and_is_destroyed_with_the_controller_policy_alone
     with pytest.raises(ClientError, match=r"AccessDenied|UnauthorizedOperation|not authorized"):
         ec2.create_key_pair(KeyName="not-in-the-policy")  # skyc imports its key pairs
 
-    monkeypatch.setenv("SKYC_HOME", str(tmp_path / "home"))
-    for key, value in {**CREDENTIALS, **TERRAFORM_ENV, **keys}.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    if plugin_dir():
-        monkeypatch.setenv("SKYC_TF_PLUGIN_DIR", str(plugin_dir()))
+    _as_controller(monkeypatch, tmp_path, keys)
     config = SkycConfig.model_validate({"aws": {"endpoint_url": moto.url}})
     candidate = ResourceCandidate(index=0, disk_tier="low", ports=("8080",))
     # An on-demand cluster (its power state a resource too) and a spot one.
@@ -169,12 +176,7 @@ def test_a_job_cluster_mounting_a_bucket_and_the_bucket_stack_work_with_the_poli
 
     moto = moto_named
     keys = _controller_user(moto, moto_names=True)
-    monkeypatch.setenv("SKYC_HOME", str(tmp_path / "home"))
-    for key, value in {**CREDENTIALS, **TERRAFORM_ENV, **keys}.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    if plugin_dir():
-        monkeypatch.setenv("SKYC_TF_PLUGIN_DIR", str(plugin_dir()))
+    _as_controller(monkeypatch, tmp_path, keys)
     config = SkycConfig.model_validate({"aws": {"endpoint_url": moto.url}})
     use = BucketUse(target="~/ckpt", store="s3", bucket="job-ckpts", mode="MOUNT_CACHED",
                     created=True, persistent=False)
