@@ -96,6 +96,15 @@ class R2Config(_Model):
     # None: https://ACCOUNT.r2.cloudflarestorage.com, ACCOUNT from ~/.cloudflare/accountid
     endpoint_url: str | None = None
 
+    def endpoint(self, home: Path) -> str | None:
+        """R2's S3 endpoint: ``endpoint_url``, else that of the account in
+        ``~/.cloudflare/accountid`` (as SkyPilot keeps it); None: neither is known."""
+        if self.endpoint_url:
+            return self.endpoint_url
+        account = home / ".cloudflare" / "accountid"
+        ident = account.read_text().strip() if account.is_file() else ""
+        return f"https://{ident}.r2.cloudflarestorage.com" if ident else None
+
 
 class SshPool(_Model):
     hosts: list[str] = Field(min_length=1)

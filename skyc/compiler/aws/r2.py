@@ -23,17 +23,14 @@ _SKIPS = ("skip_credentials_validation", "skip_region_validation",
 
 
 def endpoint(config: SkycConfig, home: Path) -> str:
-    """``r2.endpoint_url``, else the endpoint of the account in ~/.cloudflare/accountid."""
-    if config.r2.endpoint_url:
-        return config.r2.endpoint_url
-    account = home / ".cloudflare" / "accountid"
-    ident = account.read_text().strip() if account.is_file() else ""
-    if not ident:
+    """R2's S3 endpoint (``r2.endpoint_url``, else the account's), or StorageError."""
+    found = config.r2.endpoint(home)
+    if found is None:
         raise StorageError(
             "store: r2: R2's endpoint is not known: no ~/.cloudflare/accountid and no "
             "r2.endpoint_url in the config",
             hint="write your Cloudflare account id to ~/.cloudflare/accountid")
-    return f"https://{ident}.r2.cloudflarestorage.com"
+    return found
 
 
 def bucket_stack(use: Any, labels: dict[str, str], config: SkycConfig,

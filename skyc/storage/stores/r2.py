@@ -57,13 +57,8 @@ def credentials(env: Mapping[str, str], home: Path, config: SkycConfig) -> dict[
 
 def settings(target: BucketPath, config: SkycConfig, env: Mapping[str, str], home: Path,
              region: str | None) -> dict[str, str | None]:
-    """The account's endpoint: ``r2.endpoint_url`` in the config, else the one of the
-    account in ``~/.cloudflare/accountid``."""
-    if config.r2.endpoint_url:
-        return {"endpoint": config.r2.endpoint_url}
-    account = home / ".cloudflare" / "accountid"
-    ident = account.read_text().strip() if account.is_file() else ""
-    return {"endpoint": f"https://{ident}.r2.cloudflarestorage.com" if ident else None}
+    """The account's endpoint (:meth:`skyc.settings.config.R2Config.endpoint`)."""
+    return {"endpoint": config.r2.endpoint(home)}
 
 
 STORE = Store(name="r2", title="R2 bucket", schemes=("r2://",),
