@@ -147,6 +147,11 @@ def prepare_buckets(task: Any, cluster: str, cloud: str, region: str | None,
     return Buckets(uses, rclone_env(uses, config, regions=regions, cloud=cloud))
 
 
+# The buckets this process created: an apply makes them before its cluster, and finds
+# them ready again when its job mounts them.
+_MADE_HERE: set[str] = set()
+
+
 def ensure_bucket(use: BucketUse, region: str, cluster: str, config: SkycConfig,
                   db: StateDB, say: Say, progress: ProgressCallback | None) -> None:
     """The bucket's stack applied; recorded READY. A failed apply destroys what it made."""
@@ -157,7 +162,8 @@ def ensure_bucket(use: BucketUse, region: str, cluster: str, config: SkycConfig,
 
     record = get_storage(db, use.bucket)
     if record is not None and record.status == "READY":
-        say("bucket", f"{use.url} (created before; used again)")
+        if use.bucket not in _MADE_HERE:  # made by this run before its cluster: said then
+            say("bucket", f"{use.url} (created before; used again)")
         return
     who = record.owner if record is not None and record.owner else owner(config)
     made_for = record.cluster if record is not None else cluster
@@ -176,6 +182,7 @@ def ensure_bucket(use: BucketUse, region: str, cluster: str, config: SkycConfig,
         kind = "persistent" if use.persistent else f"goes with cluster {made_for}"
         say("bucket", f"creating {use.url} ({kind})")
         _apply(use, workspace, engine, db, progress, env)
+    _MADE_HERE.add(use.bucket)
 
 
 def _write(stack: Any, workspace: Path, config: SkycConfig, engine: str | None = None

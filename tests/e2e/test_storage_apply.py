@@ -110,6 +110,7 @@ def test_buckets_from_plan_to_delete(skyc: Skyc, moto: MotoServer) -> None:
     # the buckets exist before the cluster's stack is applied (its grants name them)
     said = " ".join(run.output.split())
     assert said.index(f"creating s3://{ckpt}") < said.index("provision"), said
+    assert "used again" not in said  # made by this apply: not from before
     assert run.stdout.count("train.csv") == 2 and "scratch.tmp" not in run.stdout
     # MOUNT_CACHED: what the job wrote is in the bucket once apply has returned.
     assert _keys(s3, ckpt) == {"rank0.txt", "rank1.txt"}
