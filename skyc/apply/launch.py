@@ -285,6 +285,10 @@ def _provision(
         )
     except SkycError as exc:
         record_failed_apply(db, name, before, steps.trail, exc)
+        if db.get_cluster(name) is None:  # nothing of it is left: nor of its network
+            from skyc.apply.networks import release_networks
+
+            release_networks(name, db, reporter.stage, reporter.engine_event)
         if made_buckets and before is None:  # nothing came up: its own buckets go too
             from skyc.apply.buckets import release_cluster_buckets
 
@@ -553,6 +557,9 @@ def _teardown(name: str, db: StateDB, reporter: LaunchReporter,
     teardown(name, progress=reporter.engine_event)
     db.add_event(name, "destroy", "cluster destroyed")
     db.remove_cluster(name)
+    from skyc.apply.networks import release_networks
+
+    release_networks(name, db, reporter.stage, reporter.engine_event)
     if not keep_buckets:
         from skyc.apply.buckets import release_cluster_buckets
 

@@ -62,6 +62,11 @@ def _prepare(
     return workspace, driver
 
 
+def classified(exc: ApplyFailed, placement: Placement) -> Exception:
+    """The engine's failure as the placement's target classifies it (else as it is)."""
+    return _classified(exc, placement)
+
+
 def _classified(exc: ApplyFailed, placement: Placement) -> Exception:
     error = classify_error(placement.cloud, exc.diagnostics, placement=placement)
     if error is None:
@@ -254,6 +259,19 @@ def _destroy(cluster: str, engine: Engine, progress: ProgressCallback | None) ->
 
     with_pauses(lambda: engine.destroy(progress), DESTROY_RETRY_PAUSES_S, ApplyFailed,
                 lambda exc: _transient(cluster, exc))
+
+
+def destroy_stack(cloud: str, engine: Engine, progress: ProgressCallback | None) -> None:
+    """Destroy a stack of ``cloud`` that is no cluster's (a shared network), retried as
+    a cluster's is."""
+    from skyc.retrying import with_pauses
+
+    def transient(exc: ApplyFailed) -> bool:
+        error = classify_error(cloud, exc.diagnostics)
+        return isinstance(error, ProvisionError) and error.transient
+
+    with_pauses(lambda: engine.destroy(progress), DESTROY_RETRY_PAUSES_S, ApplyFailed,
+                transient)
 
 
 def _transient(cluster: str, exc: ApplyFailed) -> bool:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from skyc.model.plan import Placement, Plan
     from skyc.settings.config import SkycConfig
     from skyc.stacks.engine import StackDiff
-    from skyc.state.database import ClusterRecord
+    from skyc.state.database import ClusterRecord, StateDB
     from skyc.task import Task
     from skyc.task.candidate import ResourceCandidate
 
@@ -186,7 +186,7 @@ def _diff_one(
             return diff
     with tempfile.TemporaryDirectory(prefix="skyc-plan-") as tmp:
         workspace = Path(tmp) / cluster
-        _as_recorded(cluster, workspace)
+        _as_recorded(cluster, workspace, placement)
         diff = plan_changes(cluster, placement, candidate, config=config, engine=engine,
                             workspace=workspace)
         if on_plan is not None:
@@ -194,20 +194,38 @@ def _diff_one(
         return diff.model_copy(update={"plan_file": None})
 
 
-def _as_recorded(cluster: str, workspace: Path) -> None:
-    """A throwaway workspace for a cluster the state knows but this machine has no
-    workspace of (a teammate's, seen from CI): its owner (whose hash names its cloud
-    resources) and its public key, as recorded, so its stack is built as it was."""
-    record = state_record(cluster)
-    if record is None:
+def _as_recorded(cluster: str, workspace: Path, placement: Placement) -> None:
+    """A throwaway workspace for a cluster this machine has no workspace of (a new one,
+    or a teammate's seen from CI): its owner (whose hash names its cloud resources), its
+    public key and its network (own, or the shared one's ids), as recorded, so its stack
+    is built as it was."""
+    from skyc.apply.networks import seed_inputs
+    from skyc.state.database import existing_state
+
+    state = existing_state()  # plan creates no database
+    if state is None:
         return
+    with state as db:
+        record = db.get_cluster(cluster)
+        if record is not None:
+            _seed_cluster(record, workspace, placement, db)
+        seed_inputs(cluster, placement, workspace, db)
+
+
+def _seed_cluster(record: ClusterRecord, workspace: Path, placement: Placement,
+                  db: StateDB) -> None:
+    from skyc.compiler import has_shared_network
     from skyc.compiler.keys import seed_public_key
-    from skyc.model.workspace import record_owner
+    from skyc.model.workspace import record_network_mode, record_owner
+    from skyc.state.networks import networks_of
 
     if record.owner:
         record_owner(workspace, record.owner)
     if record.ssh_public_key:
         seed_public_key(workspace, record.ssh_public_key)
+    if (record.launched_at is not None and has_shared_network(placement.cloud)
+            and record.cloud == placement.cloud and not networks_of(db, record.name)):
+        record_network_mode(workspace, shared=False)  # made before networks were shared
 
 
 def placement_moved(cluster: str, placement: Placement | None) -> bool | None:

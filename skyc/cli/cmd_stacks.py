@@ -20,11 +20,11 @@ _COMPILE_HELP = (
     "Writes DIR/plan.json and each task's stack as its engine reads it: "
     "DIR/<cluster>/main.tf.json for terraform, DIR/<cluster>/__main__.py and Pulumi.yaml "
     "for pulumi (no CLI needed); each bucket a task creates (file_mounts with a name) is "
-    "a stack of its own, DIR/storage-<bucket>/; nothing else: no keys, no state. The "
-    "cluster's SSH public "
-    "key is the stack's one input (ssh_public_key), filled in when the stack is applied, so "
-    "the output is secret-free and the same task, catalog and config always give "
-    "byte-identical files."
+    "a stack of its own, DIR/storage-<bucket>/; clusters on AWS share their region's "
+    "network, DIR/network-aws-<region>/; nothing else: no keys, no state. A cluster's "
+    "stack's inputs (its SSH public key, ssh_public_key; on AWS its network's vpc_id and "
+    "subnet_id) are filled in when the stack is applied, so the output is secret-free and "
+    "the same task, catalog and config always give byte-identical files."
 )
 
 
@@ -49,7 +49,7 @@ def compile_cmd(
         "target's first)."),
 ) -> None:
     from skyc.apply.infra import catalog_for, plan_scope
-    from skyc.compiler import build_stack, choose_engine
+    from skyc.compiler import NETWORK_INPUT, build_stack, choose_engine
     from skyc.model.cluster_names import cluster_names_for
     from skyc.optimizer import optimize
     from skyc.settings.config import load_config
@@ -69,11 +69,16 @@ def compile_cmd(
     from skyc.apply.bucket_jobs import compiled_bucket_stacks
 
     stacks: list[dict[str, str]] = []
+    networks: dict[tuple[str, str], tuple[str, list[str | None]]] = {}
     for task, task_plan, cluster in zip(tasks, plan.tasks, cluster_names_for(tasks), strict=True):
         placement = task_plan.placement
         candidate = task.candidates()[placement.candidate_index]
         workspace = out / cluster
         stack = build_stack(cluster, placement, candidate, config=config, workspace=workspace)
+        if NETWORK_INPUT in stack.variables and placement.region:  # its region's network
+            _, zones = networks.setdefault((placement.cloud, placement.region),
+                                           (task_plan.name, []))
+            zones += [] if placement.zone in zones else [placement.zone]
         buckets = compiled_bucket_stacks(task, cluster, placement.cloud, placement.region,
                                          config)
         for one in [stack, *buckets]:
@@ -82,9 +87,30 @@ def compile_cmd(
             stacks.append(entry)
             console.print(f"{task_plan.name}: {placement.infra if one is stack else 'bucket'}"
                           f" -> {out / entry['path']} ({name})")
+    stacks += _network_stacks(networks, out, engine, config)
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(_plan_json(plan, stacks))
     console.print(f"wrote {out / 'plan.json'}")
+
+
+def _network_stacks(networks: dict[tuple[str, str], tuple[str, list[str | None]]], out: Path,
+                    engine: str | None, config: Any) -> list[dict[str, str]]:
+    """Each region's shared network the clusters use, written beside them; their
+    entries in plan.json's ``stacks`` (under the first task placed there)."""
+    from skyc.compiler import choose_engine, network_part
+    from skyc.model.owner import owner
+
+    entries = []
+    for (cloud, region), (task, zones) in sorted(networks.items()):
+        part = network_part(cloud)
+        if part is None:
+            continue
+        stack = part.network_stack(region, zones, owner(config), config)
+        name = choose_engine(cloud, engine, config)
+        entry = _write_stack(stack, name, out / stack.name, task)
+        entries.append(entry)
+        console.print(f"{task}: network -> {out / entry['path']} ({name})")
+    return entries
 
 
 def _write_stack(stack: Any, engine: str, workspace: Path, task: str) -> dict[str, str]:
@@ -272,6 +298,11 @@ def _destroy_one(name: str, owner: str | None = None) -> None:
         if owner is not None:
             record_override(name, "destroy", owner, db)
         console.print(f"[bold]{name}[/]: destroyed")
+        from skyc.apply.networks import release_networks
+
+        with console.status(f"{name}: its network") as status:
+            release_networks(name, db, lambda _, text: console.print(f"{name}: {text}"),
+                             lambda event: _render(event, status))
         from skyc.apply.buckets import release_cluster_buckets
 
         with console.status(f"{name}: its buckets") as status:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from skyc.compiler.contract import Capabilities, Target
 from skyc.errors import UnsupportedFeature
@@ -144,14 +144,15 @@ def build_stack(
     :func:`workspace_values` to record."""
     from skyc.compiler.base import BuildRequest, check_supported
     from skyc.model.owner import OWNER_LABEL, owner
-    from skyc.model.workspace import check_cluster_name, cluster_owner
+    from skyc.model.workspace import check_cluster_name, cluster_owner, shares_network
 
     check_cluster_name(cluster)
     check_supported(capabilities(placement.cloud), placement, candidate)
     who = cluster_owner(workspace, owner(config))
+    shared = has_shared_network(placement.cloud) and shares_network(workspace)
     stack = lowering(placement.cloud).build(BuildRequest(
         cluster=cluster, placement=placement, candidate=candidate, config=config,
-        workspace=workspace, owner=who))
+        workspace=workspace, owner=who, shared_network=shared))
     labels = {k: v for k, v in stack.labels.items() if k != OWNER_LABEL}
     stack.labels = dict(sorted({**labels, **({OWNER_LABEL: who} if who else {})}.items()))
     return stack
@@ -161,12 +162,39 @@ def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
     """Values of the stack's input variables; may create files (the cluster's SSH key),
     and records the cluster's owner (from the stack's labels) the first time."""
     from skyc.model.owner import OWNER_LABEL
-    from skyc.model.workspace import record_owner
+    from skyc.model.workspace import record_network_mode, record_owner
 
     who = stack.labels.get(OWNER_LABEL)
     if who:
         record_owner(workspace, who)
+    if has_shared_network(stack.cloud):
+        record_network_mode(workspace, NETWORK_INPUT in stack.variables)
     return lowering(stack.cloud).workspace_values(stack, workspace)
+
+
+# The input of a cluster's stack that names its shared network's VPC.
+NETWORK_INPUT = "vpc_id"
+
+
+class NetworkPart(Protocol):
+    """What a lowering whose clusters share a network per region adds (AWS's:
+    :mod:`skyc.compiler.aws.network`)."""
+
+    def network_name(self, region: str) -> str: ...
+    def network_stack(self, region: str, zones: list[str | None], owner: str,
+                      config: SkycConfig) -> Stack: ...
+    def network_inputs(self, outputs: dict[str, Any], zone: str | None) -> dict[str, str]: ...
+
+
+def network_part(cloud: str) -> NetworkPart | None:
+    """The target's shared-network functions, or None for a target without one."""
+    part = lowering(cloud)
+    return cast(NetworkPart, part) if hasattr(part, "network_stack") else None
+
+
+def has_shared_network(cloud: str) -> bool:
+    """Whether ``cloud``'s clusters share a network skyc keeps per region."""
+    return network_part(cloud) is not None
 
 
 def nodes_from_outputs(

@@ -66,6 +66,9 @@ class BuildRequest(BaseModel):
     config: SkycConfig
     workspace: Path
     owner: str | None = None
+    # The nodes go into the network skyc keeps for the region (a target with one: see
+    # ``network_stack`` in its lowering), not into one of the cluster's own.
+    shared_network: bool = False
 
     @property
     def labels(self) -> dict[str, str]:

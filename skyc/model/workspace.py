@@ -23,6 +23,13 @@ from skyc.settings.home import skyc_home
 ENGINE_FILE = ".skyc-engine"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 OWNER_FILE = "owner"
+# Whether the cluster's nodes are in the network skyc keeps for its region ("shared") or
+# in one of the cluster's own ("own": a cluster whose stack was written before networks
+# were shared keeps its VPC until it is recreated).
+NETWORK_MODE_FILE = "network"
+# A sharing cluster's network's ids (its stack's inputs), written when the network is
+# applied (skyc.apply.networks) and read by its target's lowering.
+NETWORK_FILE = "network.json"
 # What skyc writes into a cluster's workspace besides the stack (a folder of exported
 # stack files, ``skyc compile``'s, holds none of them).
 _CLUSTER_MARKS = (ENGINE_FILE, "keys", CLUSTER_FILE)
@@ -90,3 +97,23 @@ def recorded_cluster(name: str) -> ClusterInfo | None:
             (cluster_workspace(name) / CLUSTER_FILE).read_text())
     except (OSError, ValidationError):
         return None
+
+
+def shares_network(workspace: Path) -> bool:
+    """Whether a build of the cluster in ``workspace`` puts its nodes in the region's
+    shared network: as recorded; a cluster whose stack was written before this was
+    recorded keeps its own network; a new cluster shares."""
+    path = workspace / NETWORK_MODE_FILE
+    if path.is_file():
+        return path.read_text(encoding="utf-8", errors="replace").strip() != "own"
+    return not ((workspace / ENGINE_FILE).is_file() and any(
+        (workspace / m).exists() for m in _CLUSTER_MARKS))
+
+
+def record_network_mode(workspace: Path, shared: bool) -> None:
+    """Record where the cluster's nodes are, once."""
+    path = workspace / NETWORK_MODE_FILE
+    if path.is_file():
+        return
+    workspace.mkdir(parents=True, exist_ok=True)
+    path.write_text(("shared" if shared else "own") + "\n", encoding="utf-8")

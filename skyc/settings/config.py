@@ -25,6 +25,7 @@ Every section is optional::
       controller: {infra: ssh/lab, resources: {cpus: 4+}}   # default: controllers run here
     provision:
       boot_timeout: 600               # seconds a new node has to accept SSH and finish booting
+      keep_network: false             # keep a region's network when its last cluster goes
     gcp:
       project: my-project
       reservations: [my-h200-reservation]   # on-demand offers that need one (a3-ultra, a4)
@@ -141,6 +142,8 @@ class ProvisionConfig(_Model):
     """How long a new node has, from apply to accepting SSH with its bootstrap done."""
 
     boot_timeout: float = Field(default=DEFAULT_BOOT_TIMEOUT, gt=0, le=86400)
+    # Keep a region's shared network (AWS's VPC) when the last cluster using it goes.
+    keep_network: bool = False
 
 
 # Backend settings that hold a secret (access_key, secret_key, token, sas_token,

@@ -68,13 +68,13 @@ class Report:
 
 
 def _parsers() -> dict[str, Callable[[Mapping[str, Any]], object]]:
-    from skyc.state import managed_jobs, storage
+    from skyc.state import managed_jobs, networks, storage
 
     return {"clusters": cluster_from_row, "jobs": job_from_row, "events": event_from_row,
             "managed_jobs": managed_jobs.job_from_row,
             "managed_attempts": managed_jobs.attempt_from_row,
             "managed_events": managed_jobs.trail_from_row,
-            "storage": storage.storage_from_row}
+            "storage": storage.storage_from_row, "networks": networks.network_from_row}
 
 
 def _problem(exc: Exception) -> str:

@@ -153,6 +153,30 @@ def _m7_cluster_keys(tx: Tx) -> None:
     tx.script("ALTER TABLE clusters ADD COLUMN ssh_public_key TEXT")
 
 
+def _m8_networks(tx: Tx) -> None:
+    """The networks skyc keeps for many clusters (a region's VPC): their stack, the zones
+    they hold a subnet in, their outputs, and which clusters use them."""
+    tx.script(_M8_SQL)
+
+
+_M8_SQL = """
+        CREATE TABLE networks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            cloud TEXT NOT NULL,
+            region TEXT NOT NULL,
+            status TEXT NOT NULL,
+            zones TEXT NOT NULL,
+            users TEXT NOT NULL,
+            outputs TEXT,
+            workspace TEXT,
+            engine TEXT,
+            owner TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )
+"""
+
 _M6_SQL = """
         CREATE TABLE storage (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -182,11 +206,12 @@ MIGRATIONS: list[Callable[[Tx], None]] = [
     _m5_owners,
     _m6_storage,
     _m7_cluster_keys,
+    _m8_networks,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # The tables, parents before children (the order a copy writes them in).
 TABLES = ("clusters", "jobs", "events", "managed_jobs", "managed_attempts", "managed_events",
-          "storage")
+          "storage", "networks")
 
 
 def newer_schema_error(version: int, where: str | None = None) -> StateError:

@@ -94,6 +94,13 @@ def _offsets(source: SqliteStore, tx: PostgresTx) -> dict[str, int]:
     if both:
         raise StateError(f"cannot merge: both states record the bucket {both[0]}",
                          hint="delete it (`skyc storage delete`) in one of the two first")
+    networks = "SELECT name FROM networks"
+    both = sorted({r["name"] for r in source.read(networks)}
+                  & {r["name"] for r in tx.rows(networks)})
+    if both:
+        raise StateError(f"cannot merge: both states record the network {both[0]}",
+                         hint="take down the clusters that use it in one of the two states "
+                         "first (its network goes with the last of them)")
     offsets = {"clusters": 0}
     for table in TABLES[1:]:
         # Above every id the database has used, not only those it still holds.

@@ -61,7 +61,12 @@ def test_every_taggable_aws_resource_carries_cluster_and_labels() -> None:
 
 def test_zone_id_ports_and_rules() -> None:
     stack = _build(_aws(), ports=("8080", "9000-9010", "22"))
-    assert _res(stack, "subnet")["availability_zone_id"] == "use1-az2"
+    # The zone is the subnet's, in the region's shared network stack.
+    from skyc.compiler.aws.network import network_stack
+
+    network = network_stack("us-east-1", [_aws().zone], "a@b", SkycConfig())
+    assert _res(network, "subnet_use1_az2")["availability_zone_id"] == "use1-az2"
+    assert "subnet_id" in stack.variables
     ingress = {r.name: r.properties for r in stack.resources
                if r.types["terraform"] == "aws_vpc_security_group_ingress_rule"}
     assert set(ingress) == {"tcp_22", "tcp_8080", "tcp_9000_9010", "cluster"}

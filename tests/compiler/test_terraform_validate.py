@@ -1,5 +1,6 @@
-"""Every golden stack is valid Terraform, checked by ``terraform validate`` with the
-real providers (covers what moto cannot run: EFA interfaces, placement groups, S3 backend)."""
+"""Every golden stack, and AWS's shared network stack, is valid Terraform, checked by
+``terraform validate`` with the real providers (covers what moto cannot run: EFA
+interfaces, placement groups, S3 backend)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from skyc.stacks import STACK_FILE
+from skyc.compiler.aws.network import network_stack
+from skyc.settings.config import SkycConfig
+from skyc.stacks import STACK_FILE, emit
 from skyc.stacks.terraform import find_binary
 from tests.compiler.golden import case_id, cases
 from tests.support.terraform import (
@@ -48,6 +51,12 @@ def test_golden_stacks_validate(tmp_path: Path) -> None:
         doc = json.loads((case / STACK_FILE).read_text())
         modules[name] = {"source": f"./{name}", **{
             var: "ssh-ed25519 AAAA test" for var in doc.get("variable", {})}}
+    # The shared network the AWS clusters' stacks take their inputs from.
+    network = network_stack("us-east-1", ["use1-az1", None], "alice@workstation",
+                            SkycConfig())
+    (root / "network").mkdir()
+    (root / "network" / STACK_FILE).write_text(emit(network, "terraform")[STACK_FILE])
+    modules["network"] = {"source": "./network"}
     (root / STACK_FILE).write_text(json.dumps({"module": modules}))
     init = _tf(root, "init", "-input=false", "-backend=false", f"-plugin-dir={plugin_dir()}")
     assert init.returncode == 0, init.stdout + init.stderr
@@ -55,4 +64,4 @@ def test_golden_stacks_validate(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     errors = [d for d in report["diagnostics"] if d["severity"] == "error"]
     assert report["valid"] and not errors, errors
-    assert len(modules) == len(terraform_cases()) >= 7
+    assert len(modules) == len(terraform_cases()) + 1 >= 8

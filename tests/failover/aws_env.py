@@ -73,13 +73,34 @@ class AwsHome:
         return self.home / "clusters" / cluster
 
 
-def make_home(root: Path, moto: MotoServer, proxy: FaultProxy) -> AwsHome:
+def make_home(root: Path, moto: MotoServer, proxy: FaultProxy, user: str | None = None
+              ) -> AwsHome:
+    """A SKYC_HOME against ``moto`` through ``proxy``; ``user``: the config's user (a
+    second person sharing the account gets a home of their own with another name)."""
     home = root / "skyc-home"
     home.mkdir(parents=True)
+    who = f"user: {user}\n" if user else ""
     (home / "config.yaml").write_text(
-        f"infra: [aws]\naws:\n  endpoint_url: {proxy.url}\n"
+        f"{who}infra: [aws]\naws:\n  endpoint_url: {proxy.url}\n"
     )
     return AwsHome(home=home, moto=moto, proxy=proxy)
+
+
+def network_state_ids(home: Path) -> set[str]:
+    """The ids of every resource in the terraform states of the home's shared networks."""
+    ids: set[str] = set()
+    for workspace in sorted((home / "networks").glob("*")):
+        ids |= state_ids(workspace)
+    return ids
+
+
+def owned_ids(home: Path, *clusters: str) -> set[str]:
+    """What the home's skyc owns on the cloud: the clusters' resources and the shared
+    networks they are in."""
+    ids = network_state_ids(home)
+    for cluster in clusters:
+        ids |= state_ids(home / "clusters" / cluster)
+    return ids
 
 
 def state_ids(workspace: Path) -> set[str]:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.failover.aws_env import AwsHome, leaks, live_instances, make_home, state_ids
+from tests.failover.aws_env import AwsHome, leaks, live_instances, make_home, owned_ids
 from tests.support.fault_proxy import FaultProxy
 from tests.support.moto_server import start_moto
 from tests.support.terraform import requires_aws_provider, requires_terraform
@@ -76,7 +76,7 @@ def test_kill_mid_apply_then_rerun_converges(aws: AwsHome) -> None:
     assert row["status"] == "UP"
     instances = live_instances(aws.moto, "us-east-1")
     assert len(instances) == 1, instances
-    owned = state_ids(aws.workspace("crash"))
+    owned = owned_ids(aws.home, "crash")
     assert instances[0]["InstanceId"] in owned
     assert leaks(aws.moto, owned) == {}
 

@@ -20,6 +20,7 @@ from tests.failover.aws_env import (
     leaks,
     live_instances,
     make_home,
+    owned_ids,
     state_ids,
 )
 from tests.support.fault_proxy import FaultProxy, FaultRule
@@ -78,7 +79,7 @@ def test_zone_then_region_failover_then_refresh_and_destroy(aws: AwsHome) -> Non
     assert [i["InstanceType"] for i in instances] == [INSTANCE_TYPE]
     assert instances[0]["Placement"]["AvailabilityZone"] == "us-east-2a"  # use2-az1
     assert live_instances(aws.moto, "us-east-1") == []
-    owned = state_ids(aws.workspace("fo"))
+    owned = owned_ids(aws.home, "fo")
     assert instances[0]["InstanceId"] in owned
     assert leaks(aws.moto, owned) == {}
 

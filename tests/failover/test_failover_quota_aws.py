@@ -22,7 +22,7 @@ from tests.failover.aws_env import (
     leaks,
     live_instances,
     make_home,
-    state_ids,
+    owned_ids,
 )
 from tests.support.fault_proxy import FaultProxy, FaultRule
 from tests.support.moto_server import MotoServer, start_moto
@@ -70,4 +70,4 @@ def test_vpc_quota_in_one_region_fails_over_to_the_next_and_leaves_nothing(
                if kind.startswith("us-east-1 ")), cloud_resources(aws.moto)
     instances = live_instances(aws.moto, "us-east-2")
     assert [i["InstanceType"] for i in instances] == [INSTANCE_TYPE]
-    assert leaks(aws.moto, state_ids(aws.workspace("vq"))) == {}
+    assert leaks(aws.moto, owned_ids(aws.home, "vq")) == {}

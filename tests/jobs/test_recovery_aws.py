@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import Skyc, wait_until
-from tests.failover.aws_env import cloud_resources, leaks, live_instances, state_ids
+from tests.failover.aws_env import cloud_resources, leaks, live_instances, owned_ids
 from tests.jobs.conftest import wait_for
 from tests.support.fault_proxy import FaultProxy, FaultRule
 from tests.support.moto_server import CREDENTIALS, MotoServer, start_moto
@@ -149,7 +149,7 @@ run: |
     assert vms.mapping()[again["PublicIpAddress"]] == 1
     assert live_instances(moto, FIRST) == []
     # While it runs, boto3 finds nothing that the cluster's state does not own.
-    assert leaks(moto, state_ids(jobs.workspace(CLUSTER))) == {}
+    assert leaks(moto, owned_ids(jobs.home, CLUSTER)) == {}
 
     (checkpoints / "go").touch()
     done = wait_for(jobs, 1, lambda j: j["status"] in ("SUCCEEDED", "FAILED"), timeout=600)

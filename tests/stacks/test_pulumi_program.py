@@ -29,11 +29,14 @@ from tests.compiler.golden import OWNER, case_id, cases, compile_case, load
 
 AWS_CASES = [c for c in cases() if c.parent.name == "aws"]
 KEY = "ssh-ed25519 AAAA test"
+# The inputs a cluster's stack is given: its key, and its shared network's ids.
+INPUTS = {"ssh_public_key": KEY, "vpc_id": "vpc-0abc", "subnet_id": "subnet-0abc"}
 
 
 def _run(stack: Stack, source: str | None = None) -> dict[str, RecordedResource]:
     program = source if source is not None else emit(stack, "pulumi")["__main__.py"]
-    recorded = run_program(program, stack=stack.name, config={"ssh_public_key": KEY})
+    given = {k: v for k, v in INPUTS.items() if k in stack.variables}
+    recorded = run_program(program, stack=stack.name, config=given)
     return {r.name: r for r in recorded}
 
 
@@ -69,7 +72,11 @@ def test_program_under_the_mock_runtime(case: Path, tmp_path: Path) -> None:
         assert inputs["tags"]["Name"].startswith(f"{owned}-")
         assert inputs["tags"]["skyc-owner"] == OWNER
     assert recorded["key_pair"].inputs["publicKey"] == KEY
-    assert recorded["subnet"].inputs["vpcId"] == "vpc-id"
+    # The shared network's ids, given as the stack's inputs, reach the resources.
+    assert recorded["security_group"].inputs["vpcId"] == INPUTS["vpc_id"]
+    for key in nodes:
+        subnet = recorded[key].inputs.get("subnetId")
+        assert subnet in (INPUTS["subnet_id"], None)  # None: in its EFA interface
     # Accelerators pick the image: NVIDIA GPU or Neuron images for accelerator nodes.
     tag = image_tag(placement)
     assert ("gpu" in tag or "neuron" in tag) == bool(placement.accelerators)
@@ -104,8 +111,8 @@ def _resolver(stack: Stack, doc: dict[str, Any]) -> Any:
         match = re.fullmatch(r"\$\{(var\.(\w+)|(\w+\.\w+)\.(\w+))\}", text)
         assert match, text
         if match.group(2):   # the key is given to the program; other inputs take defaults
-            return KEY if match.group(2) == "ssh_public_key" else stack.variables[
-                match.group(2)].default
+            name = match.group(2)
+            return INPUTS[name] if name in INPUTS else stack.variables[name].default
         res: Resource = by_address[match.group(3)]
         if match.group(4) == "id":
             return f"{res.key}-id"              # the mocks' ids

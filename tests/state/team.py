@@ -17,6 +17,7 @@ from skyc.model.managed_jobs import JobSpecDoc, ManagedStatus
 from skyc.model.nodes import ClusterInfo, Node
 from skyc.state.database import ClusterRecord, StateDB
 from skyc.state.managed_jobs import ManagedJobStore
+from skyc.state.networks import NetworkRecord, add_network_user, put_network
 from skyc.state.storage import StorageRecord, put_storage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,8 @@ def local_cluster(home: Path, name: str) -> None:
             launched_at=time.time() - 60))
 
 
-def populate(home: Path, local: str = "c1", cloud: str = "train") -> None:
+def populate(home: Path, local: str = "c1", cloud: str = "train",
+             region: str = "us-east-1") -> None:
     local_cluster(home, local)
     ok(home, "exec", local, "echo one")
     ok(home, "exec", local, "echo two")
@@ -75,6 +77,11 @@ def populate(home: Path, local: str = "c1", cloud: str = "train") -> None:
         put_storage(db, StorageRecord(
             name=f"{cloud}-data", store="s3", region="us-east-1", url=f"s3://{cloud}-data",
             status="READY", persistent=False, cluster=cloud, users=[cloud]))
+        put_network(db, NetworkRecord(
+            name=f"network-aws-{region}", cloud="aws", region=region, status="READY",
+            zones=["use1-az4", None], outputs={"vpc_id": "vpc-1", "subnet_use1_az4": "s-4"},
+            engine="terraform"))
+        add_network_user(db, f"network-aws-{region}", cloud)
         managed = ManagedJobStore(db)
         ends: tuple[tuple[int, ManagedStatus], ...] = ((1, "SUCCEEDED"), (2, "FAILED"))
         for n, outcome in ends:

@@ -190,7 +190,7 @@ def test_old_schema_is_migrated(tmp_path: Path) -> None:
         assert old.last_job == 1  # filled in by the migration from the jobs table
         assert db.list_jobs("old")[0].exit_codes == {"head": 0}
     check = sqlite3.connect(path)
-    assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
     indexes = {r[0] for r in check.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"jobs_by_cluster", "events_by_cluster"} <= indexes
     assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

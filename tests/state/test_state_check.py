@@ -42,7 +42,8 @@ def test_a_sound_state_passes(tmp_path: Path, state: StateKind) -> None:
     doc = json.loads(ok(home, "state", "check", "--format", "json", url=state.url))
     assert doc["ok"] is True and doc["problems"] == [] and doc["kind"] == state.kind
     assert doc["tables"] == {"clusters": 2, "jobs": 1, "events": 1, "managed_jobs": 1,
-                             "managed_attempts": 1, "managed_events": 1, "storage": 0}
+                             "managed_attempts": 1, "managed_events": 1, "storage": 0,
+                             "networks": 0}
 
 
 def test_broken_records_are_named(tmp_path: Path, state: StateKind) -> None:

@@ -71,7 +71,7 @@ def test_a_database_with_records_is_refused_then_merged(tmp_path: Path,
                                                         postgres_url: str) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     populate(first)
-    populate(second, local="c2", cloud="train2")
+    populate(second, local="c2", cloud="train2", region="us-west-2")
     ok(first, "state", "migrate", "--to", postgres_url)
 
     again = skyc(first, "state", "migrate", "--to", postgres_url)

@@ -89,6 +89,10 @@ class FaultRule:
 
     ``times``: how many requests to fault before the rule stops matching
     (``None``: forever).
+
+    ``limit``: a quota, as EC2 keeps it: the request is faulted only while the region
+    already holds ``limit`` live resources of the kind it creates (counted on the
+    upstream at each request, see :data:`LIVE_COUNTS`: deleting one frees room).
     """
 
     action: str = "RunInstances"
@@ -99,6 +103,7 @@ class FaultRule:
     message: str | None = None
     times: int | None = None
     status: int | None = None
+    limit: int | None = None
 
     def http_status(self) -> int:
         return self.status or EC2_ERROR_STATUS.get(self.code, 400)
@@ -118,6 +123,14 @@ class FaultRule:
             and (self.zone is None or self.zone in (request.zone, request.zone_id))
             and (self.instance_type is None or request.instance_type == self.instance_type)
         )
+
+
+# What a ``limit`` rule counts, by the action that creates one more.
+LIVE_COUNTS: dict[str, Any] = {
+    "CreateVpc": lambda ec2: sum(
+        1 for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")),
+    "AllocateAddress": lambda ec2: len(ec2.describe_addresses()["Addresses"]),
+}
 
 
 @dataclass(frozen=True)
@@ -280,12 +293,24 @@ class FaultProxy:
                 while len(self._answers) > 2000:  # the oldest first
                     del self._answers[next(iter(self._answers))]
 
+    def live(self, action: str, region: str | None) -> int:
+        """How many resources of the kind ``action`` creates the upstream holds in
+        ``region`` (the user's: the default VPC is left out, as the quota tests count)."""
+        import boto3
+
+        client = boto3.client("ec2", region_name=region or "us-east-1",
+                              endpoint_url=self.upstream, aws_access_key_id="testing",
+                              aws_secret_access_key="testing")
+        return LIVE_COUNTS[action](client)
+
     def decide(self, request: Ec2Request | None) -> Hit | None:
         if request is None:
             return None
         with self.lock:
             for rule in self.rules:
-                if rule.matches(request):
+                if rule.matches(request) and (
+                        rule.limit is None
+                        or self.live(rule.action, request.region) >= rule.limit):
                     if rule.times is not None:
                         rule.times -= 1
                     hit = Hit(rule=rule, request=request, status=rule.http_status())

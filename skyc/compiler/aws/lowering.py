@@ -1,7 +1,12 @@
-"""Lowering onto AWS: one VPC per cluster, ``num_nodes`` EC2 instances.
+"""Lowering onto AWS: ``num_nodes`` EC2 instances in the region's shared network.
 
-Resources: VPC, a subnet in the placement's zone (an AWS zone ID such as
-``use1-az1``), internet gateway, route table with a default route, a security
+The VPC and the zone's subnet are the region's network stack's
+(:mod:`skyc.compiler.aws.network`), given to the cluster's stack as the inputs
+``vpc_id`` and ``subnet_id``. A cluster whose stack was written before networks were
+shared keeps its own: VPC, a subnet in the placement's zone (an AWS zone ID such as
+``use1-az1``), internet gateway, route table with a default route.
+
+Resources of every cluster: a security
 group (SSH, the task's ports, all traffic between the cluster's nodes, all
 egress) written as separate rule resources, the cluster's key pair (public key
 from the ``ssh_public_key`` variable), a cluster placement group for multi-node
@@ -30,7 +35,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from skyc.compiler.aws import images, roles
+from skyc.compiler.aws import images, network, roles
 from skyc.compiler.aws import tags as tag_rules
 from skyc.compiler.aws.storage import STORE
 from skyc.compiler.base import BuildRequest, node_name, port_range
@@ -204,6 +209,20 @@ SUBNET_ID = Ref(resource="subnet", attribute="id")
 SG_ID = Ref(resource="security_group", attribute="id")
 
 
+class _Net(NamedTuple):
+    """Where a cluster's nodes go: the VPC, the subnet, what an instance waits for, and
+    whether the VPC is the cluster's own."""
+
+    vpc: Ref | Var
+    subnet: Ref | Var
+    depends_on: list[str]
+    own: bool
+
+
+OWN_NETWORK = _Net(VPC_ID, SUBNET_ID, ["route", "route_table_association"], own=True)
+SHARED_NETWORK = _Net(Var(name="vpc_id"), Var(name="subnet_id"), [], own=False)
+
+
 def _network(stack: Stack, labels: dict[str, str], name: str, zone: str | None) -> None:
     tags = _tags(labels, f"skyc-{name}")
     stack.add(_resource("vpc", "vpc", "main", {
@@ -231,12 +250,12 @@ def _network(stack: Stack, labels: dict[str, str], name: str, zone: str | None) 
 
 
 def _firewall(
-    stack: Stack, labels: dict[str, str], request: BuildRequest, efa: bool
+    stack: Stack, labels: dict[str, str], request: BuildRequest, efa: bool, net: _Net
 ) -> None:
     cluster, name_on_cloud = request.cluster, request.name_on_cloud
     stack.add(_resource("security_group", "security_group", "main", {
         "name": f"skyc-{name_on_cloud}", "description": f"skyc cluster {cluster}",
-        "vpc_id": VPC_ID, "tags": _tags(labels, f"skyc-{name_on_cloud}"),
+        "vpc_id": net.vpc, "tags": _tags(labels, f"skyc-{name_on_cloud}"),
     }))
     ranges = sorted({(22, 22), *(port_range(p) for p in request.candidate.ports)})
     for low, high in ranges:
@@ -246,9 +265,12 @@ def _firewall(
             "ip_protocol": "tcp", "from_port": low, "to_port": high,
             "tags": _tags(labels, f"skyc-{name_on_cloud}-{name}"),
         }))
-    # All traffic between the cluster's nodes (the VPC holds nothing else).
+    # All traffic between the cluster's nodes: from its own group in a shared VPC (other
+    # clusters' nodes are in the VPC too), from the VPC's range in its own.
+    source = ({"cidr_ipv4": VPC_CIDR} if net.own
+              else {"referenced_security_group_id": SG_ID})
     stack.add(_resource("ingress_rule", "ingress_cluster", "cluster", {
-        "security_group_id": SG_ID, "cidr_ipv4": VPC_CIDR,
+        "security_group_id": SG_ID, **source,
         "ip_protocol": "-1", "tags": _tags(labels, f"skyc-{name_on_cloud}-internal"),
     }))
     if efa:  # EFA traffic must be allowed to and from the security group itself
@@ -373,7 +395,8 @@ def _instance_settings(
 
 
 def _instances(
-    stack: Stack, labels: dict[str, str], request: BuildRequest, profile: Ref | None = None,
+    stack: Stack, labels: dict[str, str], request: BuildRequest, net: _Net,
+    profile: Ref | None = None,
 ) -> list[Ref]:
     """Adds one instance per node (and its EFA interface); returns the public IPs.
     ``profile``: the instance profile the nodes carry (the jobs controller's)."""
@@ -389,13 +412,14 @@ def _instances(
         instance = {**settings, "tags": tags}
         if efa:
             stack.add(_resource("network_interface", f"efa_{rank}", f"efa_{rank}", {
-                "subnet_id": SUBNET_ID, "security_groups": [SG_ID],
+                "subnet_id": net.subnet, "security_groups": [SG_ID],
                 "interface_type": "efa", "tags": tags,
             }, formerly=_counted("network_interface", "efa", rank)))
             interface = Ref(resource=f"efa_{rank}", attribute="id")
             stack.add(_resource("eip", f"eip_{rank}", node, {
                 "domain": "vpc", "network_interface": interface, "tags": tags,
-            }, depends_on=["internet_gateway"], formerly=_counted("eip", "node", rank)))
+            }, depends_on=["internet_gateway"] if net.own else [],
+                formerly=_counted("eip", "node", rank)))
             instance["network_interface"] = [_block(
                 "aws.ec2.InstanceNetworkInterfaceArgs",
                 device_index=0, network_interface_id=interface,
@@ -403,14 +427,14 @@ def _instances(
             public_ips.append(Ref(resource=f"eip_{rank}", attribute="public_ip"))
         else:
             instance.update(
-                subnet_id=SUBNET_ID,
+                subnet_id=net.subnet,
                 vpc_security_group_ids=[SG_ID],
                 associate_public_ip_address=True,
             )
             public_ips.append(Ref(resource=node, attribute="public_ip"))
         stack.add(_resource(
             "instance", node, node, instance,
-            depends_on=["route", "route_table_association"], ignore_changes=ignore,
+            depends_on=net.depends_on, ignore_changes=ignore,
             arg_names={"pulumi": {"network_interface": "network_interfaces"}},
             formerly=_counted("instance", "node", rank),
         ))
@@ -443,15 +467,23 @@ def build(request: BuildRequest) -> Stack:
         backend=config.backend,
     )
     name = request.name_on_cloud
-    _network(stack, labels, name, placement.zone)
-    _firewall(stack, labels, request, uses_efa(placement, candidate))
+    if request.shared_network:
+        net = SHARED_NETWORK
+        stack.variables.update({
+            "vpc_id": Variable(description="the region's network stack's VPC"),
+            "subnet_id": Variable(description="the network stack's subnet in the zone"),
+        })
+    else:
+        net = OWN_NETWORK
+        _network(stack, labels, name, placement.zone)
+    _firewall(stack, labels, request, uses_efa(placement, candidate), net)
     stack.add(_resource("key_pair", "key_pair", "main", {
         "key_name": f"skyc-{name}", "public_key": Var(name="ssh_public_key"),
         "tags": _tags(labels, f"skyc-{name}"),
     }))
     profile = (_controller_role(stack, labels, request) if request.jobs_controller
                else _bucket_role(stack, labels, request))
-    public_ips = _instances(stack, labels, request, profile)
+    public_ips = _instances(stack, labels, request, net, profile)
     nodes = range(placement.num_nodes)
     stack.outputs = {
         "instance_ids": Output(value=[Ref(resource=f"node_{i}", attribute="id") for i in nodes]),
@@ -463,9 +495,17 @@ def build(request: BuildRequest) -> Stack:
     return stack
 
 
+# The region's network, shared by its clusters (skyc.apply.networks keeps it).
+network_name = network.network_name
+network_stack = network.network_stack
+network_inputs = network.cluster_inputs
+
+
 def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
     """Creates the cluster's key pair in the workspace; its public key is the one input."""
     values: dict[str, Any] = {"ssh_public_key": ensure_key_pair(workspace)}
+    if "vpc_id" in stack.variables:
+        values.update(network.recorded_inputs(workspace))
     if POWER_VARIABLE in stack.variables:
         power = workspace / POWER_FILE
         state = power.read_text().strip() if power.exists() else "running"
