@@ -15,9 +15,9 @@ from skyc.apply.admission import admit_and_record
 from skyc.apply.failover import Attempt
 from skyc.apply.infra import missing_credentials
 from skyc.apply.launch import make_plan, reviewed_next
-from skyc.apply.networks import ensure_network, network_for, release_networks
+from skyc.apply.networks import network_for, release_networks
 from skyc.apply.preflight import check_failover_placement
-from skyc.apply.provision import change_pairs, destroy_attempt, forget_attempts, provision
+from skyc.apply.provision import destroy_attempt, forget_attempts, provision
 from skyc.apply.shared_backend import check_shared_backend
 from skyc.compiler import choose_engine, lowering, target
 from skyc.compiler.keys import ED25519, public_key
@@ -111,30 +111,26 @@ class AttemptSteps:
         # The quotas' check and the record it counts next time: one step for everyone.
         admit_and_record(self.opts.admit, self.name, p, record,
                          on_wait=lambda text: self.reporter.stage("policy", text))
-        # The region's shared network first (its quota errors fail over as the
-        # cluster's would); the cluster leaves the network of an earlier attempt.
+        # The cluster leaves the shared network of an earlier attempt's region (the
+        # engine makes the new one's first: its quota errors fail over as the
+        # cluster's would).
         network = network_for(self.name, p)
         if self.network is not None and self.network != network:
             release_networks(self.name, self.db, self.reporter.stage,
                              self.reporter.engine_event, keep=network)
         self.network = network
-        moved = ensure_network(self.name, p, self.config, self.db, self.reporter.stage,
-                               self.reporter.engine_event)
         self.reporter.stage("provision", f"{p.infra} ({engine})")
         # The first attempt applies the diff the user confirmed (its saved engine plan),
-        # or checks the engine's plan against the reviewed plan file's changes. A plan
-        # made before the network existed is checked, not applied: its ids are new.
+        # or checks the engine's plan against the reviewed plan file's changes.
         reviewed = self.opts.reviewed if first else None
-        confirmed = self.confirmed if first and p is self.chosen else None
-        expected = reviewed.changes if reviewed is not None else None
-        if moved and confirmed is not None:
-            expected, confirmed = change_pairs(confirmed), None
         info = provision(
             self.name, p, self.candidates[p.candidate_index], config=self.config,
             progress=self.reporter.engine_event, engine=engine,
-            reviewed=confirmed, expected=expected,
+            reviewed=self.confirmed if first and p is self.chosen else None,
+            expected=reviewed.changes if reviewed is not None else None,
             saved_plan=(reviewed.engine_plan if reviewed is not None and p is self.chosen
-                        and not moved else None),
+                        else None),
+            say=self.reporter.stage,
         )
         # The stack's public key, in the state: a plan of this cluster from another
         # machine (a teammate's, CI's) builds the stack it has.

@@ -409,6 +409,11 @@ def _confirm_changes(
     lines += [
         f"  {c.action:>7} {c.address}" for c in diff.changes if c.action not in ("no-op", "read")
     ]
+    from skyc.apply.networks import network_note
+
+    network = network_note(name, placement)
+    if network is not None:
+        lines.append(f"and {network}")
     if not confirm("\n".join(lines)):
         raise SkycError("apply cancelled; nothing was changed")
     return diff
@@ -554,12 +559,9 @@ def _teardown(name: str, db: StateDB, reporter: LaunchReporter,
     from skyc.apply.provision import teardown
 
     end_cluster_jobs(name, for_job=for_job, db=db)
-    teardown(name, progress=reporter.engine_event)
+    teardown(name, progress=reporter.engine_event, say=reporter.stage)
     db.add_event(name, "destroy", "cluster destroyed")
     db.remove_cluster(name)
-    from skyc.apply.networks import release_networks
-
-    release_networks(name, db, reporter.stage, reporter.engine_event)
     if not keep_buckets:
         from skyc.apply.buckets import release_cluster_buckets
 

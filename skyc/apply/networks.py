@@ -98,7 +98,8 @@ def _apply_network(record: NetworkRecord, cluster: str, placement: Placement,
     zones = [*record.zones, *([] if placement.zone in record.zones else [placement.zone])]
     stack = part.network_stack(record.region, zones, record.owner, config)
     workspace = network_workspace(record.name)
-    engine = _write(stack, workspace, config, record.engine)
+    engine = _write(stack, workspace, config, record.engine,
+                    part.network_values(stack, workspace))
     before = record
     record = record.model_copy(update={"status": "CREATING", "zones": zones,
                                        "workspace": str(workspace), "engine": engine})
@@ -145,14 +146,15 @@ def _failed(before: NetworkRecord, cluster: str, placement: Placement, db: State
             f"apply in {placement.region} tries again")
 
 
-def _write(stack: Any, workspace: Path, config: SkycConfig, engine: str | None) -> str:
+def _write(stack: Any, workspace: Path, config: SkycConfig, engine: str | None,
+           values: dict[str, Any]) -> str:
     from skyc.compiler import choose_engine
     from skyc.stacks.registry import open_engine, stack_engine, write_stack
 
     name = engine or stack_engine(workspace) or choose_engine(stack.cloud, None, config)
     driver = open_engine(name, workspace)
     workspace.mkdir(parents=True, exist_ok=True)
-    write_stack(stack, workspace, {}, engine=name)
+    write_stack(stack, workspace, values, engine=name)
     driver.prepare(stack)
     return name
 
@@ -168,6 +170,30 @@ def _write_inputs(cluster: str, inputs: dict[str, str]) -> bool:
     if before != text:
         path.write_text(text)
     return before != text
+
+
+def network_note(cluster: str, placement: Placement) -> str | None:
+    """What applying the cluster at ``placement`` does to its shared network, in words
+    (None: it uses the network as it is, or has none)."""
+    from skyc.state.database import existing_state
+    from skyc.state.networks import get_network
+
+    name = network_for(cluster, placement)
+    if name is None:
+        return None
+    state = existing_state()
+    record = None
+    if state is not None:
+        with state as db:
+            record = get_network(db, name)
+    zone = f" with a subnet in {placement.zone}" if placement.zone else ""
+    if record is None or (record.status != "READY" and not record.outputs):
+        return (f"the region's network {name} (VPC, internet gateway, routes{zone}) is "
+                "created first, shared by the clusters skyc places there; its ids are "
+                "this stack's vpc_id and subnet_id")
+    if placement.zone not in record.zones:
+        return f"the region's network {name} gets a subnet in {placement.zone or 'any zone'}"
+    return None
 
 
 def seed_inputs(cluster: str, placement: Placement, workspace: Path, db: StateDB) -> None:

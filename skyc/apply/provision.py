@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from skyc.compiler import (
@@ -111,6 +112,7 @@ def provision(
     reviewed: StackDiff | None = None,
     expected: list[tuple[str, str]] | None = None,
     saved_plan: bytes | None = None,
+    say: Callable[[str, str], None] | None = None,
 ) -> ClusterInfo:
     """Create or update the cluster; returns its nodes. Also writes ``cluster.json``.
 
@@ -121,10 +123,18 @@ def provision(
     nothing is applied (:class:`skyc.errors.StateError` names what differs).
     ``saved_plan``: with ``expected``, the engine's saved plan from a plan file made
     against this workspace: applied as it is, with no new plan (the engine refuses it
-    when its state moved since).
+    when its state moved since). ``say(stage, detail)``: progress in words (the shared
+    network's, :mod:`skyc.apply.networks`, made or updated first where the target has
+    one).
     """
     config = config or load_config()
     (cluster_workspace(cluster) / POWER_FILE).unlink(missing_ok=True)  # provisioned: running
+    # The region's shared network first; a plan made before it was (re)applied holds
+    # other ids: it is checked against the engine's new plan, not applied as it is.
+    if _ensure_network(cluster, placement, config, progress, say):
+        if reviewed is not None and expected is None:
+            expected = change_pairs(reviewed)
+        reviewed, saved_plan = None, None
     workspace, driver = _prepare(cluster, placement, candidate, config, engine)
     try:
         if saved_plan is not None and expected is not None:
@@ -155,6 +165,22 @@ def provision(
                "candidate": candidate.model_dump(mode="json")}
     (workspace / REQUEST_FILE).write_text(json.dumps(request, indent=2, sort_keys=True) + "\n")
     return info
+
+
+def _ensure_network(cluster: str, placement: Placement, config: SkycConfig,
+                    progress: ProgressCallback | None,
+                    say: Callable[[str, str], None] | None) -> bool:
+    """The cluster's shared network, ready (see :func:`skyc.apply.networks.ensure_network`);
+    whether its ids in the workspace changed."""
+    from skyc.apply.networks import ensure_network, network_for
+
+    if network_for(cluster, placement) is None:
+        return False
+    from skyc.state.database import StateDB
+
+    with StateDB() as db:
+        return ensure_network(cluster, placement, config, db,
+                              say or (lambda stage, detail: None), progress)
 
 
 REVIEWED_PLAN_FILE = ".skyc-reviewed-plan"
@@ -297,8 +323,10 @@ def destroy_attempt(cluster: str, progress: ProgressCallback | None = None) -> N
     (workspace / CLUSTER_FILE).unlink(missing_ok=True)
 
 
-def teardown(cluster: str, progress: ProgressCallback | None = None) -> None:
-    """Destroy the cluster's resources and remove its workspace (``logs/`` stays)."""
+def teardown(cluster: str, progress: ProgressCallback | None = None,
+             say: Callable[[str, str], None] | None = None) -> None:
+    """Destroy the cluster's resources and remove its workspace (``logs/`` stays); the
+    shared network it was in goes too when no other cluster uses it."""
     workspace = cluster_workspace(cluster)
     engine = stack_engine(workspace)
     if engine is None:
@@ -308,6 +336,11 @@ def teardown(cluster: str, progress: ProgressCallback | None = None) -> None:
         raise _no_workspace(cluster, workspace)
     _destroy(cluster, open_engine(engine, workspace), progress)
     _clear_workspace(workspace)
+    from skyc.apply.networks import release_networks
+    from skyc.state.database import StateDB
+
+    with StateDB() as db:
+        release_networks(cluster, db, say or (lambda stage, detail: None), progress)
 
 
 def _no_workspace(cluster: str, workspace: Path) -> ConfigError:

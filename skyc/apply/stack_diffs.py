@@ -158,6 +158,10 @@ def plan_stacks(
             if on_stack is not None:
                 on_stack(cluster, name)
             diff = _diff_one(cluster, placement, candidate, config, name, on_plan)
+            from skyc.apply.networks import network_note
+
+            more = network_note(cluster, placement)
+            note = "; ".join(n for n in (note, more) if n) or None
         except SkycError as exc:
             reason = _reason(exc)
             stacks.append(stack_entry(cluster, task_plan.name, name, None,

@@ -74,10 +74,12 @@ def launch_cmd(
     from skyc.task.overrides import resource_overrides
 
     envs, secrets = env_values(env_file, env), parse_secret_flags(secret)
+    owner = None
     if values_stdin:  # a launch forwarded to this machine, the jobs controller cluster
         given = read_values(sys.stdin.read())
         envs.update(given["envs"])
         secrets.update(given["secrets"])
+        owner = given["owner"].get("name")  # who submitted it to the controller
     remote = None if values_stdin else configured()
     overrides = resource_overrides(gpus=gpus, cpus=cpus, memory=memory,
                                    instance_type=instance_type, disk_size=disk_size,
@@ -85,7 +87,7 @@ def launch_cmd(
     path, secrets = handed_task(task, envs=envs, secrets=secrets, overrides=overrides,
                                 infra=one_infra(infra))
     _confirm_launch(yes, task)
-    job_id = _submit(remote, path, name, envs, secrets)
+    job_id = _submit(remote, path, name, envs, secrets, owner)
     if detach:
         typer.echo(str(job_id))
         return
@@ -110,7 +112,7 @@ def _confirm_launch(yes: bool, task: str) -> None:
 
 
 def _submit(remote: Any, path: Path, name: str | None, envs: dict[str, str],
-            secrets: dict[str, str | None]) -> int:
+            secrets: dict[str, str | None], owner: str | None = None) -> int:
     """Hand the task to the controller (the jobs controller cluster's, when the config
     has one); the job's id, announced on stderr."""
     from skyc.cli.output import err_console
@@ -122,7 +124,7 @@ def _submit(remote: Any, path: Path, name: str | None, envs: dict[str, str],
         job_id = int(remote.launch(path, name=name, envs=envs, secrets=secrets,
                                    reporter=ConsoleReporter()))
     else:
-        job_id = launch(path, name=name, envs=envs, secrets=secrets)
+        job_id = launch(path, name=name, envs=envs, secrets=secrets, owner=owner)
     err_console.print(f"managed job {job_id} submitted; follow it with: skyc jobs logs "
                       f"{job_id} --follow", highlight=False, markup=False)
     return job_id
@@ -172,8 +174,13 @@ def queue_cmd(
     from skyc.jobs.remote import configured
 
     remote = configured()
-    if remote is not None:  # the jobs controller cluster's queue (its owners are its own)
-        rows = [{"owner": None, **row} for row in remote.queue()]
+    if remote is not None:  # the jobs controller cluster's queue: the caller's, or all
+        from skyc.state.database import caller
+        from skyc.state.records import owned_by
+
+        mine = None if all_users else caller()
+        rows = [{"owner": None, **row} for row in remote.queue()
+                if mine is None or owned_by(row.get("owner"), mine)]
     else:
         _revive()
         rows = _local_jobs(all_users)

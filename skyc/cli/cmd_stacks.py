@@ -292,17 +292,13 @@ def _destroy_one(name: str, owner: str | None = None) -> None:
         from skyc.apply.launch import end_cluster_jobs
 
         end_cluster_jobs(name)  # every job process, daemons included, before the nodes
-        teardown(name, progress=lambda event: _render(event, status))
+        teardown(name, progress=lambda event: _render(event, status),
+                 say=lambda _, text: console.print(f"{name}: {text}"))
     with StateDB() as db:
         db.remove_cluster(name)
         if owner is not None:
             record_override(name, "destroy", owner, db)
         console.print(f"[bold]{name}[/]: destroyed")
-        from skyc.apply.networks import release_networks
-
-        with console.status(f"{name}: its network") as status:
-            release_networks(name, db, lambda _, text: console.print(f"{name}: {text}"),
-                             lambda event: _render(event, status))
         from skyc.apply.buckets import release_cluster_buckets
 
         with console.status(f"{name}: its buckets") as status:

@@ -38,6 +38,7 @@ from skyc.jobs.controller_cluster import (
     run_sync,
     skyc_command,
 )
+from skyc.model.owner import OWNER_PATTERN
 
 if TYPE_CHECKING:
     from skyc.apply.launch import LaunchReporter
@@ -56,16 +57,23 @@ def configured(config: SkycConfig | None = None) -> RemoteController | None:
 
 
 def read_values(text: str) -> dict[str, dict[str, str]]:
-    """A forwarded launch's stdin: ``{"envs": {NAME: value}, "secrets": {NAME: value}}``."""
+    """A forwarded launch's stdin: ``{"envs": {NAME: value}, "secrets": {NAME: value},
+    "owner": WHO}`` (``owner``: who submitted it, given back as ``{"owner": {"name":
+    WHO}}``; empty when not given)."""
     try:
         doc = json.loads(text or "{}")
         parts = {key: doc.get(key) or {} for key in ("envs", "secrets")}
         if not all(isinstance(v, dict) for v in parts.values()):
             raise ValueError
+        who = doc.get("owner")
+        if who is not None and not (isinstance(who, str) and OWNER_PATTERN.match(who)):
+            raise ValueError
     except (ValueError, AttributeError):
         raise ConfigError("--values-stdin: expected JSON {\"envs\": {...}, \"secrets\": "
-                          "{...}} on stdin") from None
-    return {key: {str(k): str(v) for k, v in part.items()} for key, part in parts.items()}
+                          "{...}, \"owner\": \"user@host\"} on stdin") from None
+    values = {key: {str(k): str(v) for k, v in part.items()} for key, part in parts.items()}
+    values["owner"] = {"name": who} if who else {}
+    return values
 
 
 @dataclass
@@ -158,9 +166,12 @@ class RemoteController:
         info = self.up(reporter)
         self._refuse_without_credentials(loaded, config, info)
         remote_task = self._ship(info, task_path, loaded, config)
-        values: dict[str, dict[str, str]] = {"envs": dict(envs), "secrets": {}}
+        values: dict[str, Any] = {"envs": dict(envs), "secrets": {}}
         for task in loaded:
             values["secrets"].update(task.secret_values())
+        from skyc.state.database import caller
+
+        values["owner"] = caller()  # the job is the submitter's, not the controller's user
         args = ["jobs", "launch", remote_task, "-y", "-d", "--values-stdin"]
         if name:
             args += ["--name", name]
@@ -221,15 +232,15 @@ class RemoteController:
                                 f"job's files: {_tail(res.stderr)}")
 
     def queue(self) -> list[dict[str, Any]]:
-        """The controller's jobs, as ``skyc jobs queue --format json`` lists them there
-        (none while the controller cluster has never been up)."""
+        """Every user's jobs on the controller, as ``skyc jobs queue --format json -u``
+        lists them there (none while the controller cluster has never been up)."""
         if recorded_info(self.name) is None:
             from skyc.state.database import StateDB
 
             with StateDB() as db:
                 if db.get_cluster(self.name) is None:
                     return []
-        res = self._checked(["jobs", "queue", "--format", "json"])
+        res = self._checked(["jobs", "queue", "--format", "json", "--all-users"])
         rows: list[dict[str, Any]] = json.loads(res.stdout)["jobs"]
         return rows
 

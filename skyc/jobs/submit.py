@@ -46,9 +46,11 @@ def recovery_of(task: object) -> Recovery:
 
 def launch(
     task_path: Path, *, name: str | None = None, envs: Mapping[str, str] | None = None,
-    secrets: Mapping[str, str | None] | None = None,
+    secrets: Mapping[str, str | None] | None = None, owner: str | None = None,
 ) -> int:
-    """Check the task, record the managed job and start its controller; its id."""
+    """Check the task, record the managed job and start its controller; its id.
+    ``owner``: whose job it is (a launch forwarded to a controller cluster: its
+    submitter's); default: who this skyc acts for."""
     from skyc.apply.preflight import check_task
     from skyc.runtime import job_spec_from_task
     from skyc.task import load_tasks
@@ -75,7 +77,7 @@ def launch(
     store = ManagedJobStore()
     try:
         job_id = store.add(name or header or first.name, str(task_path.resolve()), doc,
-                           len(task_file.tasks))
+                           len(task_file.tasks), owner=owner)
     finally:
         store.close()
     start_controller(job_id, secret_values, hidden)

@@ -88,8 +88,13 @@ def test_compile_writes_a_pulumi_program_and_terraform_is_refused(home: Path,
     out = tmp_path / "out"
     r = skyc(home, "compile", str(task), "-o", str(out))
     assert r.returncode == 0, r.stderr
-    (program,) = out.glob("*/__main__.py")
+    # The cluster's program, and its region's shared network's beside it.
+    programs = {p.parent.name: p for p in out.glob("*/__main__.py")}
+    [network] = [n for n in programs if n.startswith("network-gcp-")]
+    assert "gcp.compute.Network(" in programs.pop(network).read_text()
+    (program,) = programs.values()
     text = program.read_text()
+    assert "gcp.compute.Network(" not in text and "vpc_id" in text
     assert "gcp.compute.Instance(" in text and 'machine_type="n1-highmem-4"' in text
     assert 'type="nvidia-tesla-t4"' in text and 'ports=["8080"]' in text
     assert not list(out.glob("*/main.tf.json"))

@@ -29,6 +29,7 @@ from skyc.optimizer import optimize
 from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from tests.optimizer.helpers import make_task
+from tests.support.stack_inputs import with_network
 
 Kind = tuple[str, str | None, float, bool]   # machine type, accelerator, count, spot
 
@@ -120,7 +121,8 @@ def test_program_runs_under_the_mock_runtime(kind: Kind, tmp_path: Path) -> None
     placement = _placement(kind)
     stack = build_stack("c", placement, CATALOG_CANDIDATE, config=CONFIG, workspace=tmp_path)
     recorded = run_program(emit(stack, "pulumi")["__main__.py"], stack="c",
-                           config={"ssh_keys": "skyc:ssh-ed25519 AAAA", "project": "p-123456"})
+                           config=with_network(stack, {"ssh_keys": "skyc:ssh-ed25519 AAAA",
+                                                       "project": "p-123456"}))
     machine_type = "gcp:tpu/v2Vm:V2Vm" if kind[0] == TPU_VM else "gcp:compute/instance:Instance"
     nodes = [r for r in recorded if r.type == machine_type]
     assert len(nodes) == 1

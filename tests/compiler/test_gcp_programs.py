@@ -21,6 +21,7 @@ from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from skyc.stacks.pulumi_preview import RecordedResource, run_program
 from tests.compiler.golden import OWNER, ROOT, compile_case
+from tests.support.stack_inputs import with_network
 
 KEYS = "skyc:ssh-ed25519 AAAA test"
 INSTANCE = "gcp:compute/instance:Instance"
@@ -75,8 +76,8 @@ CASES = sorted([*VMS, *TPUS])
 
 def _run(case: Path, tmp_path: Path) -> tuple[Any, dict[str, RecordedResource]]:
     stack = compile_case(case, tmp_path)
-    config = {"ssh_keys": KEYS, **({"project": "my-project-1"} if "project" in stack.variables
-                                   else {})}
+    config = with_network(stack, {"ssh_keys": KEYS, **(
+        {"project": "my-project-1"} if "project" in stack.variables else {})})
     recorded = run_program(emit(stack, "pulumi")["__main__.py"], stack=stack.name,
                            config=config)
     return stack, {r.name: r for r in recorded}

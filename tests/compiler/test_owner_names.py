@@ -113,6 +113,21 @@ def test_two_owners_of_one_cluster_name_share_no_cloud_name(cloud: str, tmp_path
                                             "kubernetes": who.replace("@", "-")}.get(cloud, who)
 
 
+def test_the_shared_networks_names_carry_their_owner_s_hash() -> None:
+    from skyc.compiler import network_part
+    from skyc.model.owner import owner_hash
+
+    for cloud, kind in (("aws", "aws_vpc"), ("gcp", "gcp.compute.Network")):
+        part = network_part(cloud)
+        assert part is not None
+        region = "us-east-1" if cloud == "aws" else "us-central1"
+        stack = part.network_stack(region, [None], "alice@laptop", SkycConfig())
+        [vpc] = [r for r in stack.resources if kind in r.types.values()]
+        name = vpc.properties["tags"]["Name"] if cloud == "aws" else vpc.properties["name"]
+        assert name == f"skyc-net-{region}-{owner_hash('alice@laptop')}"
+        assert stack.labels["skyc-owner"] == "alice@laptop"
+
+
 def test_aws_terraform_names_carry_the_owner_hash(tmp_path: Path) -> None:
     stack = _build(CASES["aws"], tmp_path, "alice@laptop")
     doc = json.loads(emit(stack, "terraform")["main.tf.json"])
@@ -121,8 +136,7 @@ def test_aws_terraform_names_carry_the_owner_hash(tmp_path: Path) -> None:
     assert res["aws_key_pair"]["main"]["key_name"] == name
     assert res["aws_security_group"]["main"]["name"] == name
     assert res["aws_iam_role"]["controller"]["name"] == name
-    assert res["aws_vpc"]["main"]["tags"]["Name"] == name
-    assert res["aws_subnet"]["main"]["tags"]["Name"] == name
+    assert "aws_vpc" not in res  # in the region's shared network, whose names follow
     assert res["aws_instance"]["node_0"]["tags"] == {
         "Name": f"{name}-head", "skyc-cluster": "jobs-controller", "skyc-owner": "alice@laptop",
         "skyc-role": "jobs-controller"}

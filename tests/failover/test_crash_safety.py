@@ -45,7 +45,7 @@ def test_ctrl_c_mid_apply_stops_and_says_how_to_resume(aws: AwsHome) -> None:
     aws.moto.reset()
     task = aws.task("intr", "aws/us-east-1")
     first = aws.popen("apply", str(task), "--yes")
-    _wait_for(first, "aws_vpc.main create")
+    _wait_for(first, "aws_key_pair.main create")  # the cluster's, after its network
     first.send_signal(signal.SIGINT)
     rest, _ = first.communicate(timeout=300)
     flat = " ".join(rest.split())

@@ -28,10 +28,11 @@ def _cancel_what_is_left(jobs: Skyc) -> Iterator[None]:
         jobs("jobs", "cancel", "--all", timeout=120)
 
 
-def _controller_config(jobs: Skyc, **controller: object) -> None:
+def _controller_config(jobs: Skyc, user: str | None = None, **controller: object) -> None:
     jobs.home.mkdir(parents=True, exist_ok=True)
     (jobs.home / "config.yaml").write_text(yaml.safe_dump(
-        {"jobs": {"controller": {"infra": "local", **controller}}}))
+        {"jobs": {"controller": {"infra": "local", **controller}},
+         **({"user": user} if user else {})}))
 
 
 def _controller(jobs: Skyc) -> str:
@@ -57,7 +58,7 @@ def _files_holding(root: Path, needle: str) -> list[Path]:
 
 def test_a_job_launched_detached_runs_on_the_controller_cluster_to_its_end(
         jobs: Skyc, tmp_path: Path) -> None:
-    _controller_config(jobs)
+    _controller_config(jobs, user="dana@laptop")
     jobs.write("train.yaml", """\
 name: ctl-train
 resources:
@@ -87,6 +88,15 @@ run: |
     assert done["status"] == "SUCCEEDED", done
     table = jobs.ok("jobs", "queue").stdout
     assert "ctl-train" in table and "SUCCEEDED" in table
+    # The job is its submitter's, not the controller's user's: a teammate's client
+    # (another user: of the config) sees it with -u only, owner named.
+    assert done["owner"] == "dana@laptop"
+    _controller_config(jobs, user="erin@ci")
+    assert queue(jobs) == []
+    everyone = json.loads(jobs.ok("jobs", "queue", "--format", "json", "-u").stdout)["jobs"]
+    assert [(j["name"], j["owner"]) for j in everyone] == [("ctl-train", "dana@laptop")]
+    assert "dana@laptop" in jobs.ok("jobs", "queue", "-u").stdout
+    _controller_config(jobs, user="dana@laptop")
 
     # The controller cluster is a regular cluster with a stack made for review.
     ws = jobs.workspace(name)

@@ -85,7 +85,8 @@ def test_a_cluster_of_a_shared_state_keeps_its_stack_in_the_remote_backend(
     assert applied.returncode == 0, applied.stdout + applied.stderr
     try:
         keys = [o["Key"] for o in s3.list_objects_v2(Bucket="team-state")["Contents"]]
-        assert keys == ["skyc/ci.tfstate"]  # the cluster's own key, under the config's
+        # The cluster's own key, under the config's; and its region's shared network's.
+        assert keys == ["skyc/ci.tfstate", "skyc/network-aws-us-east-1.tfstate"]
         state = json.loads(s3.get_object(Bucket="team-state", Key=keys[0])["Body"].read())
         assert "aws_instance" in {r["type"] for r in state["resources"]}
         workspace = Path(alice["SKYC_HOME"]) / "clusters" / "ci"

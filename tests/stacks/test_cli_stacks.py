@@ -80,10 +80,13 @@ def test_compile_writes_plan_and_stacks_byte_identically(
         runs.append({p.relative_to(tmp_path / out): p.read_bytes()
                      for p in (tmp_path / out).rglob("*") if p.is_file()})
     assert runs[0] == runs[1]
-    assert set(runs[0]) == {Path("plan.json"), Path("train/main.tf.json")}
+    network = Path("network-aws-us-east-1/main.tf.json")  # the region's, shared
+    assert set(runs[0]) == {Path("plan.json"), Path("train/main.tf.json"), network}
     plan = json.loads(runs[0][Path("plan.json")])
-    assert plan["stacks"] == [{"cluster": "train", "task": "train",
-                               "path": "train/main.tf.json"}]
+    assert plan["stacks"] == [
+        {"cluster": "train", "task": "train", "path": "train/main.tf.json"},
+        {"cluster": "network-aws-us-east-1", "task": "train", "path": str(network)}]
+    assert "aws_vpc" in json.loads(runs[0][network])["resource"]
     stack = json.loads(runs[0][Path("train/main.tf.json")])
     instances = stack["resource"]["aws_instance"]
     assert sorted(instances) == ["node_0", "node_1"]

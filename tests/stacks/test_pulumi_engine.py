@@ -23,6 +23,7 @@ from skyc.errors import ApplyFailed, EngineError
 from skyc.stacks import ProgressEvent, open_engine, write_stack
 from tests.compiler.golden import compile_case, load
 from tests.support.pulumi_standin import install
+from tests.support.stack_inputs import with_network
 
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "compile" / "aws" / "gpu_2node_spot"
 KEY = "ssh-ed25519 AAAA test"
@@ -40,7 +41,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _workspace(home: Path) -> tuple[Path, Any]:
     workspace = home / "clusters" / "gpu"
     stack = compile_case(CASE, workspace)
-    write_stack(stack, workspace, {"ssh_public_key": KEY}, engine="pulumi")
+    write_stack(stack, workspace, with_network(stack, {"ssh_public_key": KEY}), engine="pulumi")
     return workspace, stack
 
 

@@ -23,6 +23,7 @@ from skyc.stacks import open_engine, write_stack
 from skyc.stacks.engine import ProgressEvent, interruptible
 from tests.compiler.golden import compile_case
 from tests.support.pulumi_standin import install
+from tests.support.stack_inputs import with_network
 
 CASE = Path(__file__).resolve().parents[1] / "fixtures" / "compile" / "aws" / "gpu_2node_spot"
 SLOW_S = 30.0   # each creation; a regression waits for all of them, so kept short
@@ -40,7 +41,8 @@ def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _engine(home: Path) -> tuple[Any, Any]:
     workspace = home / "clusters" / "gpu"
     stack = compile_case(CASE, workspace)
-    write_stack(stack, workspace, {"ssh_public_key": "ssh-ed25519 AAAA test"}, engine="pulumi")
+    write_stack(stack, workspace, with_network(stack, {"ssh_public_key": "ssh-ed25519 AAAA test"}),
+                engine="pulumi")
     engine = open_engine("pulumi", workspace)
     engine.prepare(stack)
     return engine, stack

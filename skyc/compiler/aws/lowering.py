@@ -35,6 +35,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from skyc.compiler import shared_network
 from skyc.compiler.aws import images, network, roles
 from skyc.compiler.aws import tags as tag_rules
 from skyc.compiler.aws.storage import STORE
@@ -220,7 +221,7 @@ class _Net(NamedTuple):
 
 
 OWN_NETWORK = _Net(VPC_ID, SUBNET_ID, ["route", "route_table_association"], own=True)
-SHARED_NETWORK = _Net(Var(name="vpc_id"), Var(name="subnet_id"), [], own=False)
+SHARED_NETWORK = _Net(shared_network.VPC, shared_network.SUBNET, [], own=False)
 
 
 def _network(stack: Stack, labels: dict[str, str], name: str, zone: str | None) -> None:
@@ -469,10 +470,7 @@ def build(request: BuildRequest) -> Stack:
     name = request.name_on_cloud
     if request.shared_network:
         net = SHARED_NETWORK
-        stack.variables.update({
-            "vpc_id": Variable(description="the region's network stack's VPC"),
-            "subnet_id": Variable(description="the network stack's subnet in the zone"),
-        })
+        stack.variables.update(shared_network.input_variables("VPC"))
     else:
         net = OWN_NETWORK
         _network(stack, labels, name, placement.zone)
@@ -499,13 +497,14 @@ def build(request: BuildRequest) -> Stack:
 network_name = network.network_name
 network_stack = network.network_stack
 network_inputs = network.cluster_inputs
+network_values = network.network_values
 
 
 def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
     """Creates the cluster's key pair in the workspace; its public key is the one input."""
     values: dict[str, Any] = {"ssh_public_key": ensure_key_pair(workspace)}
     if "vpc_id" in stack.variables:
-        values.update(network.recorded_inputs(workspace))
+        values.update(shared_network.recorded_inputs(workspace))
     if POWER_VARIABLE in stack.variables:
         power = workspace / POWER_FILE
         state = power.read_text().strip() if power.exists() else "running"

@@ -5,9 +5,8 @@ included) at the fifth cluster. So skyc keeps one network per region in a stack 
 own, ``network-aws-<region>``: the VPC, its internet gateway, a route table with the
 default route, and a subnet (associated with that table) in each zone a cluster has
 used. Each cluster's stack holds only its own parts (security group, key pair, nodes)
-and takes the VPC's and its zone's subnet's ids as inputs (:data:`INPUTS`), from
-``network.json`` in its workspace, written by :mod:`skyc.apply.networks` once the
-network is applied.
+and takes the VPC's and its zone's subnet's ids as inputs
+(:mod:`skyc.compiler.shared_network`).
 
 A subnet's range comes from its zone's place in the network's zones, in the order
 clusters first used them (the state keeps that order): the n-th zone's subnet is
@@ -23,15 +22,10 @@ from typing import Any
 
 from skyc.errors import ConfigError
 from skyc.model.stack import Output, Ref, Resource, Stack
-from skyc.model.workspace import NETWORK_FILE
 from skyc.settings.config import SkycConfig
 
 VPC_CIDR = "10.0.0.0/16"
 NETWORK_LABEL = "skyc-network"
-INPUTS = ("vpc_id", "subnet_id")
-# What a cluster's stack gets for its inputs before its network exists (a plan of a
-# cluster in a region skyc has no network in yet): the ids are known once it is applied.
-PENDING = {"vpc_id": "vpc-pending", "subnet_id": "subnet-pending"}
 ANY_ZONE = "any"  # the subnet of a placement with no zone (EC2 picks one)
 MAX_ZONES = 16    # /20 subnets in the VPC's /16
 
@@ -118,16 +112,6 @@ def cluster_inputs(outputs: dict[str, Any], zone: str | None) -> dict[str, str]:
             "subnet_id": str(outputs[f"subnet_{zone_key(zone)}"])}
 
 
-def recorded_inputs(workspace: Path) -> dict[str, str]:
-    """The network inputs written into a cluster's workspace, else :data:`PENDING`."""
-    import json
-
-    path = workspace / NETWORK_FILE
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        return dict(PENDING)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path} cannot be read ({exc})",
-                          hint="remove it: skyc writes it again at the next apply") from None
-    return {k: str(doc.get(k) or PENDING[k]) for k in INPUTS}
+def network_values(stack: Stack, workspace: Path) -> dict[str, Any]:
+    """The network stack's input values: it has none."""
+    return {}

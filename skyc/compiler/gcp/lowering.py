@@ -1,7 +1,10 @@
-"""Lowering onto GCP: one VPC network per cluster, then GPU/CPU VMs or TPU VMs.
+"""Lowering onto GCP: GPU/CPU VMs or TPU VMs in the region's shared network.
 
-Resources: a VPC network (no automatic subnets), a subnet in the placement's
-region, firewall rules (SSH from anywhere, the task's ``ports`` from anywhere,
+The VPC network and its subnetwork are the region's network stack's
+(:mod:`skyc.compiler.gcp.network`), given as the inputs ``vpc_id`` and ``subnet_id``;
+a cluster whose stack was written before networks were shared keeps its own VPC network
+(no automatic subnets) and subnet in the placement's region. Resources of every
+cluster: firewall rules (SSH from anywhere, the task's ``ports`` from anywhere,
 all traffic between the cluster's nodes), then either ``num_nodes`` Compute
 Engine VMs (see :mod:`skyc.compiler.gcp.vm`) or TPU VMs (see
 :mod:`skyc.compiler.gcp.tpu`). Every name carries the owner's hash after the
@@ -24,8 +27,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from skyc.compiler import shared_network
 from skyc.compiler.base import BuildRequest, port_range_text
-from skyc.compiler.gcp import names, tpu, vm
+from skyc.compiler.gcp import names, network, tpu, vm
 from skyc.compiler.gcp.images import tpu_accelerator
 from skyc.compiler.gcp.metadata import SSH_USER, metadata
 from skyc.compiler.gcp.resources import block, resource
@@ -52,34 +56,42 @@ def provider(region: str, zone: str | None, config: SkycConfig) -> Provider:
     return Provider(types={"pulumi": "gcp.Provider"}, settings=settings)
 
 
-def _firewall(stack: Stack, key: str, name: str, allows: list[tuple[str, list[str]]],
-              sources: list[str], tag: str, description: str) -> None:
+def _firewall(stack: Stack, site: vm.Site, key: str, name: str,
+              allows: list[tuple[str, list[str]]], sources: dict[str, list[str]],
+              description: str) -> None:
     rules = [block("compute.FirewallAllowArgs", protocol=p, **({"ports": ports} if ports else {}))
              for p, ports in allows]
     stack.add(resource("firewall", key, {
-        "name": name, "network": NETWORK, "direction": "INGRESS", "allows": rules,
-        "source_ranges": sources, "target_tags": [tag], "description": description,
+        "name": name, "network": site.network, "direction": "INGRESS", "allows": rules,
+        **sources, "target_tags": [site.tag], "description": description,
     }))
 
 
-def _network(stack: Stack, site: vm.Site, region: str, ports: tuple[str, ...]) -> None:
+def _network(stack: Stack, site: vm.Site, region: str, ports: tuple[str, ...],
+             own: bool) -> None:
+    """The cluster's firewall rules, and its own network where it has one (a cluster
+    whose stack was written before networks were shared)."""
     cluster, tag = site.cluster, site.tag
-    stack.add(resource("network", "network", {
-        "name": site.name(), "auto_create_subnetworks": False,
-        "description": f"skyc cluster {cluster}",
-    }))
-    stack.add(resource("subnetwork", "subnetwork", {
-        "name": site.name(), "network": NETWORK, "region": region,
-        "ip_cidr_range": SUBNET_CIDR,
-    }))
-    _firewall(stack, "firewall_ssh", site.name("ssh"), [("tcp", ["22"])],
-              ["0.0.0.0/0"], tag, f"skyc cluster {cluster}: SSH")
+    if own:
+        stack.add(resource("network", "network", {
+            "name": site.name(), "auto_create_subnetworks": False,
+            "description": f"skyc cluster {cluster}",
+        }))
+        stack.add(resource("subnetwork", "subnetwork", {
+            "name": site.name(), "network": NETWORK, "region": region,
+            "ip_cidr_range": SUBNET_CIDR,
+        }))
+    anywhere = {"source_ranges": ["0.0.0.0/0"]}
+    _firewall(stack, site, "firewall_ssh", site.name("ssh"), [("tcp", ["22"])], anywhere,
+              f"skyc cluster {cluster}: SSH")
     opened = sorted({port_range_text(p) for p in ports}, key=lambda r: int(r.split("-")[0]))
     if opened:
-        _firewall(stack, "firewall_ports", site.name("ports"),
-                  [("tcp", opened)], ["0.0.0.0/0"], tag, f"skyc cluster {cluster}: ports")
-    _firewall(stack, "firewall_internal", site.name("internal"),
-              [(p, []) for p in INTERNAL_PROTOCOLS], [SUBNET_CIDR], tag,
+        _firewall(stack, site, "firewall_ports", site.name("ports"), [("tcp", opened)],
+                  anywhere, f"skyc cluster {cluster}: ports")
+    # Between the cluster's nodes: in a shared network, from its own nodes' tag only.
+    _firewall(stack, site, "firewall_internal", site.name("internal"),
+              [(p, []) for p in INTERNAL_PROTOCOLS],
+              {"source_ranges": [SUBNET_CIDR]} if own else {"source_tags": [tag]},
               f"skyc cluster {cluster}: between its nodes")
 
 
@@ -120,8 +132,12 @@ def build(request: BuildRequest) -> Stack:
         providers={"gcp": provider(placement.region, placement.zone, config)},
         variables=variables, backend=config.backend,
     )
-    site = vm.Site(cluster=cluster, zone=placement.zone, network=NETWORK,
-                   subnetwork=SUBNETWORK,
+    shared = request.shared_network
+    if shared:
+        stack.variables.update(shared_network.input_variables("VPC network"))
+    site = vm.Site(cluster=cluster, zone=placement.zone,
+                   network=shared_network.VPC if shared else NETWORK,
+                   subnetwork=shared_network.SUBNET if shared else SUBNETWORK,
                    tag=names.resource_name(cluster, owner_hash=request.owner_hash),
                    labels=names.labels(request.labels),
                    metadata=metadata(cluster, bucket_tools=bool(candidate.buckets)),
@@ -131,7 +147,7 @@ def build(request: BuildRequest) -> Stack:
                    # it was (a new identity would stop and start its VMs): none.
                    scopes=tuple(config.gcp.service_account_scopes) if request.owner
                    else ())
-    _network(stack, site, placement.region, candidate.ports)
+    _network(stack, site, placement.region, candidate.ports, own=not shared)
     if site.scopes:
         _service_account(stack, request)
         grants = [(g.bucket, g.write) for g in candidate.buckets if g.store in (None, STORE)]
@@ -152,14 +168,29 @@ def workspace_values(stack: Stack, workspace: Path) -> dict[str, Any]:
         power = workspace / vm.POWER_FILE
         state = power.read_text().strip() if power.exists() else "running"
         values[vm.POWER_VARIABLE] = vm.POWER.get(state, vm.POWER["running"])
+    if "vpc_id" in stack.variables:
+        values.update(shared_network.recorded_inputs(workspace))
     if "project" in stack.variables:
-        from skyc.compiler.gcp.credentials import PROJECT_HELP, credentials
-        from skyc.settings.config import load_config
-
-        found = credentials(os.environ, Path(os.environ.get("HOME") or Path.home()),
-                            load_config())
-        if found.project is None:
-            raise ConfigError(f"gcp: no project to create cluster {stack.name} in "
-                              f"({found.reason})", hint=PROJECT_HELP)
-        values["project"] = found.project
+        values["project"] = found_project(f"cluster {stack.name}")
     return values
+
+
+def found_project(what: str) -> str:
+    """The project the credentials found here name, for ``what`` (a cluster, a
+    network) when the config names none."""
+    from skyc.compiler.gcp.credentials import PROJECT_HELP, credentials
+    from skyc.settings.config import load_config
+
+    found = credentials(os.environ, Path(os.environ.get("HOME") or Path.home()),
+                        load_config())
+    if found.project is None:
+        raise ConfigError(f"gcp: no project to create {what} in ({found.reason})",
+                          hint=PROJECT_HELP)
+    return found.project
+
+
+# The region's network, shared by its clusters (skyc.apply.networks keeps it).
+network_name = network.network_name
+network_stack = network.network_stack
+network_inputs = network.cluster_inputs
+network_values = network.network_values

@@ -49,8 +49,8 @@ class Site:
 
     cluster: str
     zone: str
-    network: Ref
-    subnetwork: Ref
+    network: Ref | Var
+    subnetwork: Ref | Var
     tag: str
     labels: dict[str, str]
     metadata: dict[str, Any]
