@@ -64,9 +64,11 @@ def test_gpu_cluster_apply_replan_grow_destroy(
     assert {i["PrivateIpAddress"] for i in live} == {n.ip for n in info.nodes}
     tags = {t["Key"]: t["Value"] for t in live[0]["Tags"]}
     assert tags["skyc-cluster"] == "gpu" and tags["team"] == "ml"
+    # The nodes are in the region's shared network, whose subnet is in their zone.
     subnets = moto_server.client("ec2").describe_subnets(
-        Filters=[{"Name": "tag:skyc-cluster", "Values": ["gpu"]}])["Subnets"]
+        Filters=[{"Name": "tag:skyc-network", "Values": ["aws-us-east-1"]}])["Subnets"]
     assert [s["AvailabilityZoneId"] for s in subnets] == ["use1-az1"]
+    assert {i["SubnetId"] for i in live} == {subnets[0]["SubnetId"]}
 
     again = plan_changes("gpu", _gpu(2), CANDIDATE, config=aws_env)
     assert not again.has_changes, [c for c in again.changes if c.action != "no-op"]
@@ -81,16 +83,20 @@ def test_gpu_cluster_apply_replan_grow_destroy(
     teardown("gpu")
     assert _live_instances(moto_server, "gpu") == []
     vpcs = moto_server.client("ec2").describe_vpcs(
-        Filters=[{"Name": "tag:skyc-cluster", "Values": ["gpu"]}])["Vpcs"]
-    assert vpcs == []
+        Filters=[{"Name": "tag:skyc-network", "Values": ["aws-us-east-1"]}])["Vpcs"]
+    assert vpcs == []  # the network went with its last cluster
 
 
-def test_invalid_zone_is_a_non_retryable_provision_error(aws_env: SkycConfig) -> None:
+def test_invalid_zone_is_a_non_retryable_provision_error(aws_env: SkycConfig,
+                                                         skyc_home: Path) -> None:
     # A real error from moto through terraform: the subnet's zone ID does not exist.
     with pytest.raises(ProvisionError) as caught:
         provision("badzone", _gpu(1, zone="use1-az99"), CANDIDATE, config=aws_env)
     error = caught.value
     assert error.code == "InvalidParameterValue"
     assert error.retryable is False and error.scope == "cloud"
-    assert error.failure.resource == "aws_subnet.main"
+    # The zone's subnet is the shared network's, made first: its failure is the
+    # cluster's, and the network it started is removed (no cluster uses it).
+    assert error.failure.resource == "aws_subnet.subnet_use1_az99"
     assert error.failure.zone == "use1-az99"
+    assert not (skyc_home / "networks" / "network-aws-us-east-1").exists()

@@ -250,6 +250,12 @@ def _network(stack: Stack, labels: dict[str, str], name: str, zone: str | None) 
     }))
 
 
+# A rule whose source is its own security group: EC2 reports the group back, but not
+# every EC2-compatible API does (moto leaves it out, and the engine would then try to
+# change the rule at every apply).
+SELF_RULE_UNREPORTED = ("referenced_security_group_id",)
+
+
 def _firewall(
     stack: Stack, labels: dict[str, str], request: BuildRequest, efa: bool, net: _Net
 ) -> None:
@@ -273,14 +279,14 @@ def _firewall(
     stack.add(_resource("ingress_rule", "ingress_cluster", "cluster", {
         "security_group_id": SG_ID, **source,
         "ip_protocol": "-1", "tags": _tags(labels, f"skyc-{name_on_cloud}-internal"),
-    }))
+    }, ignore_changes=[] if net.own else list(SELF_RULE_UNREPORTED)))
     if efa:  # EFA traffic must be allowed to and from the security group itself
         for kind in ("ingress", "egress"):
             stack.add(_resource(f"{kind}_rule", f"{kind}_efa", "efa", {
                 "security_group_id": SG_ID, "referenced_security_group_id": SG_ID,
                 "ip_protocol": "-1",
                 "tags": _tags(labels, f"skyc-{name_on_cloud}-efa-{kind}"),
-            }))
+            }, ignore_changes=list(SELF_RULE_UNREPORTED)))
     stack.add(_resource("egress_rule", "egress_all", "all", {
         "security_group_id": SG_ID, "cidr_ipv4": "0.0.0.0/0", "ip_protocol": "-1",
         "tags": _tags(labels, f"skyc-{name_on_cloud}-egress"),
