@@ -11,7 +11,7 @@ from skyc.compiler import build_stack, capabilities, nodes_from_outputs
 from skyc.errors import ConfigError, SkycError, UnsupportedFeature
 from skyc.model.plan import Placement
 from skyc.settings.config import SkycConfig
-from skyc.stacks import Block, Ref, Stack, to_terraform
+from skyc.stacks import Block, Ref, Stack, Var, to_terraform
 from skyc.stacks.terraform_json import address
 from skyc.task.candidate import ResourceCandidate
 
@@ -130,20 +130,42 @@ def test_no_disk_tier_costs_more_than_skypilots(tier: str | None) -> None:
 
 
 def test_efa_and_placement_group_for_best_network() -> None:
+    """In the region's shared network: each node's EFA is its one interface, made at
+    launch from the cluster's launch template with a public address (no Elastic IPs,
+    5 per region)."""
     stack = _build(_aws(instance_type="p5.48xlarge", accelerators={"H100": 8}, num_nodes=4),
                    network_tier="best")
     addresses = _addresses(stack)
-    assert {*(f"aws_network_interface.efa_{i}" for i in range(4)),
-            *(f"aws_eip.node_{i}" for i in range(4)), "aws_placement_group.main",
+    assert {"aws_placement_group.main", "aws_launch_template.main",
             "aws_vpc_security_group_ingress_rule.efa",
             "aws_vpc_security_group_egress_rule.efa"} <= addresses
-    assert _res(stack, "efa_3")["interface_type"] == "efa"
+    assert not [a for a in addresses if a.startswith(("aws_eip.", "aws_network_interface."))]
+    [nic] = _plain(_res(stack, "launch_template")["network_interfaces"])
+    assert (nic["interface_type"], nic["device_index"], nic["associate_public_ip_address"],
+            nic["subnet_id"]) == ("efa", 0, "true", Var(name="subnet_id"))
+    inst = _res(stack, "node_3")
+    assert "subnet_id" not in inst and "network_interface" not in inst
+    assert stack.outputs["public_ips"].value[3] == Ref(resource="node_3", attribute="public_ip")
+    plain = _build(_aws(num_nodes=4))
+    assert not {"aws_launch_template.main", "aws_placement_group.main"} & _addresses(plain)
+
+
+def test_efa_of_a_cluster_with_its_own_network_keeps_its_interfaces_and_addresses(
+        tmp_path: Path) -> None:
+    workspace = tmp_path / "c"
+    workspace.mkdir()
+    (workspace / "network").write_text("own\n")
+    stack = build_stack("c", _aws(instance_type="p5.48xlarge", accelerators={"H100": 8},
+                                  num_nodes=4),
+                        ResourceCandidate(index=0, network_tier="best"), config=SkycConfig(),
+                        workspace=workspace)
+    addresses = _addresses(stack)
+    assert {*(f"aws_network_interface.efa_{i}" for i in range(4)),
+            *(f"aws_eip.node_{i}" for i in range(4))} <= addresses
     inst = _res(stack, "node_3")
     assert "subnet_id" not in inst and inst["network_interface"][0]["device_index"] == 0
     assert inst["network_interface"][0]["network_interface_id"] == Ref(
         resource="efa_3", attribute="id")
-    plain = _build(_aws(num_nodes=4))
-    assert not {"aws_network_interface.efa_0", "aws_placement_group.main"} & _addresses(plain)
 
 
 @pytest.mark.parametrize(("instance_type", "accelerators", "arch", "tag_image"), [

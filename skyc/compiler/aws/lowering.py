@@ -10,8 +10,11 @@ Resources of every cluster: a security
 group (SSH, the task's ports, all traffic between the cluster's nodes, all
 egress) written as separate rule resources, the cluster's key pair (public key
 from the ``ssh_public_key`` variable), a cluster placement group for multi-node
-clusters, EFA interfaces (with an Elastic IP each) where ``network_tier: best``
-and the instance type has EFA, and the instances. The managed-jobs controller's
+clusters, and the instances. Where ``network_tier: best`` and the instance type
+has EFA, each node's one network interface is an EFA made at launch from the
+cluster's launch template, with a public address of its own (a cluster with its own
+network keeps the EFA interface and Elastic IP it was made with: Elastic IPs are 5
+per region). The managed-jobs controller's
 cluster also gets an IAM role and instance profile (skyc.compiler.aws.roles).
 
 Images (skyc.compiler.aws.images): the table's AMI for the region, or the task's;
@@ -188,19 +191,28 @@ def root_volume(candidate: ResourceCandidate, image: images.Image) -> Block:
 
 
 def _launch_template(stack: Stack, labels: dict[str, str], name: str,
-                     candidate: ResourceCandidate, image: images.Image) -> Block:
+                     candidate: ResourceCandidate, image: images.Image,
+                     efa_subnet: Var | None = None) -> Block:
     """A launch template for an image EC2 resolves at launch (``resolve:ssm:``): the
     provider cannot map a root volume onto an image it cannot look up, so the template
-    carries both and the nodes are launched from it."""
+    carries both and the nodes are launched from it. ``efa_subnet``: the nodes' one
+    network interface is an EFA made at launch in that subnet, with a public address
+    of its own (no Elastic IP: their quota is 5 per region)."""
     volume = volume_settings(candidate, image)
     ebs = {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in volume.items()}
-    stack.add(_resource("launch_template", "launch_template", "main", {
+    template: dict[str, Any] = {
         "name": f"skyc-{name}", "image_id": image.ref, "update_default_version": True,
         "block_device_mappings": [_block(
             "aws.ec2.LaunchTemplateBlockDeviceMappingArgs", device_name=ROOT_DEVICE,
             ebs=_block("aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs", **ebs))],
         "tags": _tags(labels, f"skyc-{name}"),
-    }))
+    }
+    if efa_subnet is not None:
+        template["network_interfaces"] = [_block(
+            "aws.ec2.LaunchTemplateNetworkInterfaceArgs", device_index=0,
+            network_card_index=0, interface_type="efa", associate_public_ip_address="true",
+            delete_on_termination="true", subnet_id=efa_subnet, security_groups=[SG_ID])]
+    stack.add(_resource("launch_template", "launch_template", "main", template))
     return _block("aws.ec2.InstanceLaunchTemplateArgs",
                   id=Ref(resource="launch_template", attribute="id"), version="$Default")
 
@@ -378,8 +390,13 @@ def _instance_settings(
         # keeps its disk; a one-time spot instance can only terminate.
         "instance_initiated_shutdown_behavior": "terminate" if placement.use_spot else "stop",
     }
-    if image.resolved_at_launch:
-        settings["launch_template"] = _launch_template(stack, labels, name, candidate, image)
+    # EFA nodes in a shared network get their interface (and public address) from the
+    # template; those of a cluster with its own network keep an ENI and Elastic IP each.
+    efa_at_launch = uses_efa(placement, candidate) and request.shared_network
+    if image.resolved_at_launch or efa_at_launch:
+        settings["launch_template"] = _launch_template(
+            stack, labels, name, candidate, image,
+            efa_subnet=shared_network.SUBNET if efa_at_launch else None)
     else:
         settings.update(ami=image.ref, root_block_device=root_volume(candidate, image))
     ignore = ["vpc_security_group_ids"]  # not reported back by every EC2-compatible API
@@ -417,7 +434,9 @@ def _instances(
         node = f"node_{rank}"
         tags = _tags(labels, f"skyc-{request.name_on_cloud}-{node_name(rank)}")
         instance = {**settings, "tags": tags}
-        if efa:
+        if efa and not net.own:  # its EFA and public address come from the template
+            public_ips.append(Ref(resource=node, attribute="public_ip"))
+        elif efa:
             stack.add(_resource("network_interface", f"efa_{rank}", f"efa_{rank}", {
                 "subnet_id": net.subnet, "security_groups": [SG_ID],
                 "interface_type": "efa", "tags": tags,
