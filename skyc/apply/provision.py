@@ -20,6 +20,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from skyc.compiler import (
     build_stack,
@@ -31,6 +32,7 @@ from skyc.compiler import (
 from skyc.errors import ApplyFailed, ConfigError, ProvisionError, StateError
 from skyc.model.nodes import CLUSTER_FILE, ClusterInfo
 from skyc.model.plan import Placement
+from skyc.model.workspace import NETWORK_FILE, NETWORK_MODE_FILE
 from skyc.settings.config import SkycConfig, load_config
 from skyc.stacks.engine import Engine, ProgressCallback, StackDiff
 from skyc.stacks.registry import open_engine, stack_engine, write_stack
@@ -123,17 +125,15 @@ def provision(
     nothing is applied (:class:`skyc.errors.StateError` names what differs).
     ``saved_plan``: with ``expected``, the engine's saved plan from a plan file made
     against this workspace: applied as it is, with no new plan (the engine refuses it
-    when its state moved since). ``say(stage, detail)``: progress in words (the shared
-    network's, :mod:`skyc.apply.networks`, made or updated first where the target has
-    one).
+    when its state moved since). ``say(stage, detail)``: progress in words (of the
+    shared network, :mod:`skyc.apply.networks`, made first where the target has one).
     """
     config = config or load_config()
     (cluster_workspace(cluster) / POWER_FILE).unlink(missing_ok=True)  # provisioned: running
     # The region's shared network first; a plan made before it was (re)applied holds
     # other ids: it is checked against the engine's new plan, not applied as it is.
     if _ensure_network(cluster, placement, config, progress, say):
-        if reviewed is not None and expected is None:
-            expected = change_pairs(reviewed)
+        expected = change_pairs(reviewed) if reviewed and expected is None else expected
         reviewed, saved_plan = None, None
     workspace, driver = _prepare(cluster, placement, candidate, config, engine)
     try:
@@ -146,7 +146,12 @@ def provision(
             driver.apply(diff, progress)
     except ApplyFailed as exc:
         raise _classified(exc, placement) from None
-    outputs = driver.outputs()
+    return _record(cluster, placement, candidate, config, workspace, driver.outputs())
+
+
+def _record(cluster: str, placement: Placement, candidate: ResourceCandidate,
+            config: SkycConfig, workspace: Path, outputs: dict[str, Any]) -> ClusterInfo:
+    """The applied cluster's nodes, written as ``cluster.json`` with the request."""
     nodes = nodes_from_outputs(
         placement.cloud, cluster, outputs, config=config, workspace=workspace,
         region=placement.region,
@@ -330,12 +335,19 @@ def teardown(cluster: str, progress: ProgressCallback | None = None,
     workspace = cluster_workspace(cluster)
     engine = stack_engine(workspace)
     if engine is None:
-        if workspace.exists() and not any(p.name != "logs" for p in workspace.iterdir()):
-            shutil.rmtree(workspace)
+        if workspace.exists() and not any(p.name not in ("logs", NETWORK_FILE, NETWORK_MODE_FILE)
+                                          for p in workspace.iterdir()):
+            shutil.rmtree(workspace)  # its stack was never written (its network may be)
+            _release_networks(cluster, progress, say)
             return
         raise _no_workspace(cluster, workspace)
     _destroy(cluster, open_engine(engine, workspace), progress)
     _clear_workspace(workspace)
+    _release_networks(cluster, progress, say)
+
+
+def _release_networks(cluster: str, progress: ProgressCallback | None,
+                      say: Callable[[str, str], None] | None) -> None:
     from skyc.apply.networks import release_networks
     from skyc.state.database import StateDB
 

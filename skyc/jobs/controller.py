@@ -469,6 +469,16 @@ class Controller:
 
         workspace = cluster_workspace(cluster)
         if not workspace.exists() or all(p.name == "logs" for p in workspace.iterdir()):
+            # Its stack was never written (nothing of it exists), but a shared network
+            # made for it may have been.
+            from skyc.apply.networks import release_networks
+            from skyc.state.database import StateDB
+
+            with StateDB() as db:
+                if db.get_cluster(cluster) is not None:
+                    db.remove_cluster(cluster)
+                release_networks(cluster, db, lambda stage, text: self.say(f"{stage}: {text}"),
+                                 self.reporter.engine_event)
             return
         self.say(f"tearing down cluster {cluster}")
         teardown_cluster(cluster, self.reporter, for_job=self.job_id,

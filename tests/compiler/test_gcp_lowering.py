@@ -141,7 +141,7 @@ def test_the_project_comes_from_the_config_or_the_credentials(
     assert "project" not in pinned.variables
     assert pinned.providers["gcp"].settings["project"] == "my-project-1"
     stack = _build(T4)
-    assert set(stack.variables) == {"power_state", "project", "ssh_keys"}
+    assert set(stack.variables) == {"power_state", "project", "ssh_keys", "vpc_id", "subnet_id"}
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("SKYC_HOME", str(tmp_path / "skyc"))

@@ -21,7 +21,7 @@ from skyc.settings.config import SkycConfig
 from skyc.stacks import emit
 from skyc.stacks.pulumi_preview import RecordedResource, run_program
 from tests.compiler.golden import OWNER, ROOT, compile_case
-from tests.support.stack_inputs import with_network
+from tests.support.stack_inputs import NETWORK, with_network
 
 KEYS = "skyc:ssh-ed25519 AAAA test"
 INSTANCE = "gcp:compute/instance:Instance"
@@ -94,16 +94,15 @@ def test_network_firewall_labels_and_metadata(name: str, tmp_path: Path) -> None
     provider = recorded["gcp"].inputs
     assert provider["region"] == stack.region
     assert provider["project"] == ("ml-research-1" if name == "a100x8_a2" else "my-project-1")
-    assert recorded["network"].inputs["autoCreateSubnetworks"] is False
-    assert recorded["subnetwork"].inputs["network"] == "network-id"   # a reference, resolved
-    assert recorded["subnetwork"].inputs["region"] == stack.region
+    # The network is the region's shared one (its own stack): its ids are inputs.
+    assert "network" not in recorded and "subnetwork" not in recorded
     ssh = recorded["firewall_ssh"].inputs
     assert ssh["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
-    assert ssh["sourceRanges"] == ["0.0.0.0/0"] and ssh["network"] == "network-id"
+    assert ssh["sourceRanges"] == ["0.0.0.0/0"] and ssh["network"] == NETWORK["vpc_id"]
     internal = recorded["firewall_internal"].inputs
-    assert internal["sourceRanges"] == ["10.0.0.0/20"]
-    assert {a["protocol"] for a in internal["allows"]} == {"tcp", "udp", "icmp"}
     tag = ssh["targetTags"]
+    assert internal["sourceTags"] == tag and "sourceRanges" not in internal
+    assert {a["protocol"] for a in internal["allows"]} == {"tcp", "udp", "icmp"}
     assert internal["targetTags"] == tag
     ports = recorded.get("firewall_ports")
     if name == "cpu_2node_ports":
@@ -147,7 +146,8 @@ def test_vms(name: str, tmp_path: Path) -> None:
         assert disk["size"] == want.get("size", 256.0)
         assert disk["labels"] == inputs["labels"]
         interface = inputs["networkInterfaces"][0]
-        assert (interface["network"], interface["subnetwork"]) == ("network-id", "subnetwork-id")
+        assert (interface["network"], interface["subnetwork"]) == (
+            NETWORK["vpc_id"], NETWORK["subnet_id"])
         assert interface["accessConfigs"] == [{"networkTier": "PREMIUM"}]
         spot = inputs["scheduling"]["provisioningModel"] == "SPOT"
         # skyc stop/start: not for spot VMs, nor for types that bundle local SSD (GCP
@@ -199,7 +199,8 @@ def test_tpu_vms(name: str, tmp_path: Path) -> None:
     inputs = tpus[0].inputs
     assert inputs["acceleratorType"] == want["acceleratorType"]
     assert inputs["runtimeVersion"] == want["runtimeVersion"]
-    assert inputs["networkConfig"] == {"network": "network-id", "subnetwork": "subnetwork-id",
+    assert inputs["networkConfig"] == {"network": NETWORK["vpc_id"],
+                                       "subnetwork": NETWORK["subnet_id"],
                                        "enableExternalIps": True}
     assert inputs.get("schedulingConfig") == ({"spot": True} if want["spot"] else None)
     script = inputs["metadata"]["startup-script"]   # what the node agent reads it is

@@ -96,12 +96,17 @@ def test_cancel_while_pulumi_up_runs_stops_it_and_leaves_nothing(
     up = [c for c in calls if "up" in c.get("argv", [])]
     assert len(up) == 1
     assert [c["pid"] for c in calls if c.get("signal") == "SIGINT"] == [up[0]["pid"]]
-    assert any("destroy" in c.get("argv", []) for c in calls)
     controller = jobs.ok("jobs", "logs", "1", "--controller").stdout
-    assert "provisioning interrupted" in controller and "tearing down" in controller
-    history = json.loads((jobs.home / "pulumi" / "standin-skyc-job-1.json").read_text())
+    assert any("destroy" in c.get("argv", []) for c in calls), controller
+    # The up in flight is the first one: the region's shared network's, made before the
+    # job's cluster. It goes, since no cluster uses it; the cluster's stack never ran.
+    assert "provisioning interrupted" in controller
+    assert "removing network-aws-us-east-1 (no cluster uses it any more)" in controller
+    network = "network-aws-us-east-1"
+    history = json.loads((jobs.home / "pulumi" / f"standin-{network}.json").read_text())
     assert [h["kind"] for h in history["history"]][-2:] == ["up", "destroy"]
     assert history["history"][-2]["result"] == "failed"   # cancelled: the one in flight saved
-    assert _state(jobs.home, "skyc-job-1") == []      # what up created was destroyed
+    assert _state(jobs.home, network) == []           # what up created was destroyed
+    assert not (jobs.home / "pulumi" / "standin-skyc-job-1.json").exists()
     assert jobs.clusters() == []
     assert "never-ran" not in jobs.ok("jobs", "logs", "1").stdout

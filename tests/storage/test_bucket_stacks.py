@@ -49,7 +49,8 @@ def test_compile_writes_the_bucket_stack_and_the_clusters_role(tmp_path: Path) -
     out = _compile(tmp_path, "out")
     plan = json.loads((out / "plan.json").read_text())
     assert [s["path"] for s in plan["stacks"]] == ["tr/main.tf.json",
-                                                  "storage-my-ckpts-x1/main.tf.json"]
+                                                  "storage-my-ckpts-x1/main.tf.json",
+                                                  "network-aws-us-east-1/main.tf.json"]
     bucket: dict[str, Any] = json.loads(
         (out / "storage-my-ckpts-x1" / "main.tf.json").read_text())["resource"]
     [made] = bucket["aws_s3_bucket"].values()
