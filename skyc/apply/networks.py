@@ -1,7 +1,8 @@
 """The networks clusters share, around the clusters' lives.
 
 A target whose lowering builds a ``network_stack`` (AWS: a region's VPC, see
-:mod:`skyc.compiler.aws.network`) gets one network per region, a stack of its own in
+:mod:`skyc.compiler.aws.network`; GCP: a VPC network, :mod:`skyc.compiler.gcp.network`)
+gets one network per region, a stack of its own in
 ``$SKYC_HOME/networks/<name>/``, recorded in the state (:mod:`skyc.state.networks`):
 
 - made (or given a subnet in a new zone) by :func:`ensure_network` at the start of each
@@ -188,9 +189,9 @@ def network_note(cluster: str, placement: Placement) -> str | None:
             record = get_network(db, name)
     zone = f" with a subnet in {placement.zone}" if placement.zone else ""
     if record is None or (record.status != "READY" and not record.outputs):
-        return (f"the region's network {name} (VPC, internet gateway, routes{zone}) is "
-                "created first, shared by the clusters skyc places there; its ids are "
-                "this stack's vpc_id and subnet_id")
+        return (f"the region's network {name} (its VPC{zone}) is created first, shared "
+                "by the clusters skyc places there; its ids are this stack's vpc_id and "
+                "subnet_id")
     if placement.zone not in record.zones:
         return f"the region's network {name} gets a subnet in {placement.zone or 'any zone'}"
     return None

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 from skyc.compiler import shared_network
 from skyc.compiler.aws import images, network, roles
 from skyc.compiler.aws import tags as tag_rules
+from skyc.compiler.aws.resources import TYPES, resource
 from skyc.compiler.aws.storage import STORE
 from skyc.compiler.base import BuildRequest, node_name, port_range
 from skyc.compiler.keys import ensure_key_pair
@@ -89,28 +90,6 @@ EFA_INSTANCE_TYPES = frozenset({
     "hpc7g.16xlarge",
 })
 
-# Resource kinds: (terraform type, Pulumi class).
-TYPES: dict[str, tuple[str, str]] = {
-    "vpc": ("aws_vpc", "aws.ec2.Vpc"),
-    "subnet": ("aws_subnet", "aws.ec2.Subnet"),
-    "internet_gateway": ("aws_internet_gateway", "aws.ec2.InternetGateway"),
-    "route_table": ("aws_route_table", "aws.ec2.RouteTable"),
-    "route": ("aws_route", "aws.ec2.Route"),
-    "route_table_association": ("aws_route_table_association", "aws.ec2.RouteTableAssociation"),
-    "security_group": ("aws_security_group", "aws.ec2.SecurityGroup"),
-    "ingress_rule": ("aws_vpc_security_group_ingress_rule", "aws.vpc.SecurityGroupIngressRule"),
-    "egress_rule": ("aws_vpc_security_group_egress_rule", "aws.vpc.SecurityGroupEgressRule"),
-    "key_pair": ("aws_key_pair", "aws.ec2.KeyPair"),
-    "placement_group": ("aws_placement_group", "aws.ec2.PlacementGroup"),
-    "network_interface": ("aws_network_interface", "aws.ec2.NetworkInterface"),
-    "eip": ("aws_eip", "aws.ec2.Eip"),
-    "launch_template": ("aws_launch_template", "aws.ec2.LaunchTemplate"),
-    "instance": ("aws_instance", "aws.ec2.Instance"),
-    "instance_state": ("aws_ec2_instance_state", "aws.ec2transitgateway.InstanceState"),
-    "iam_role": ("aws_iam_role", "aws.iam.Role"),
-    "iam_role_policy": ("aws_iam_role_policy", "aws.iam.RolePolicy"),
-    "instance_profile": ("aws_iam_instance_profile", "aws.iam.InstanceProfile"),
-}
 
 # An on-demand node's power state is an input of its stack: ``skyc stop`` re-applies the
 # same stack with "stopped" (disks kept), ``skyc start`` with "running". The value lives
@@ -121,9 +100,7 @@ POWER_FILE = "power_state"
 
 def _resource(kind: str, key: str, name: str, properties: dict[str, Any],
               **fields: Any) -> Resource:
-    terraform, pulumi = TYPES[kind]
-    return Resource(key=key, name=name, types={"terraform": terraform, "pulumi": pulumi},
-                    properties=properties, provider="aws", **fields)
+    return resource(kind, key, name, properties, **fields)
 
 
 def _counted(kind: str, name: str, rank: int) -> dict[str, str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from skyc.compiler.aws.resources import resource
 from skyc.errors import ConfigError
 from skyc.model.stack import Output, Ref, Resource, Stack
 from skyc.settings.config import SkycConfig
@@ -29,15 +30,6 @@ NETWORK_LABEL = "skyc-network"
 ANY_ZONE = "any"  # the subnet of a placement with no zone (EC2 picks one)
 MAX_ZONES = 16    # /20 subnets in the VPC's /16
 
-TYPES: dict[str, tuple[str, str]] = {
-    "vpc": ("aws_vpc", "aws.ec2.Vpc"),
-    "subnet": ("aws_subnet", "aws.ec2.Subnet"),
-    "internet_gateway": ("aws_internet_gateway", "aws.ec2.InternetGateway"),
-    "route_table": ("aws_route_table", "aws.ec2.RouteTable"),
-    "route": ("aws_route", "aws.ec2.Route"),
-    "route_table_association": ("aws_route_table_association",
-                                "aws.ec2.RouteTableAssociation"),
-}
 
 
 def network_name(region: str) -> str:
@@ -56,9 +48,7 @@ def subnet_cidr(index: int) -> str:
 
 
 def _resource(kind: str, key: str, properties: dict[str, Any], **fields: Any) -> Resource:
-    terraform, pulumi = TYPES[kind]
-    return Resource(key=key, name=key, types={"terraform": terraform, "pulumi": pulumi},
-                    properties=properties, provider="aws", **fields)
+    return resource(kind, key, key, properties, **fields)
 
 
 def network_stack(region: str, zones: list[str | None], owner: str,
