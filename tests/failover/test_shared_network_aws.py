@@ -6,7 +6,7 @@ its default one; deleting one frees room).
 
 Two users (two homes, two user names) share the account, as a team does: each one's
 clusters share one network per region, their names never collide, and the network goes
-with the last cluster that used it.
+with the last cluster that used it (unless the config keeps it, as Bob's does).
 """
 
 from __future__ import annotations
@@ -73,7 +73,15 @@ def test_more_clusters_than_the_vpc_quota_share_one_network_and_it_goes_with_the
                                "reached.")])
     alice = make_home(tmp_path / "alice", moto, proxy, user="alice@laptop")
     bob = make_home(tmp_path / "bob", moto, proxy, user="bob@ci")
+    with (bob.home / "config.yaml").open("a") as config:  # Bob keeps his network
+        config.write("provision:\n  keep_network: true\n")
 
+    # A plan says the region's network is made first (none exists yet).
+    plan = alice.skyc("plan", str(alice.task("one", f"aws/{REGION}")), "--format", "json")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    [stack] = json.loads(plan.stdout)["stacks"]
+    assert f"network-aws-{REGION} (its VPC with a subnet in use1-az1) is created first" in (
+        stack["note"] or ""), stack
     # Alice's two clusters in one region: one network (the quota allows two VPCs).
     for name in ("one", "two"):
         out = alice.skyc("apply", str(alice.task(name, f"aws/{REGION}")), "--yes")
@@ -120,6 +128,9 @@ def test_more_clusters_than_the_vpc_quota_share_one_network_and_it_goes_with_the
     assert leaks(moto, owned_ids(bob.home, "one")) == {}
     out = bob.skyc("down", "one", "--yes")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert all(not ids for kind, ids in cloud_resources(moto).items()
-               if kind.startswith(f"{REGION} ") and not kind.endswith("volumes")), \
-        cloud_resources(moto)
+    # Bob's config keeps his network when its last cluster goes: only it is left.
+    left = {kind: ids for kind, ids in cloud_resources(moto).items()
+            if kind.startswith(f"{REGION} ") and ids and not kind.endswith("volumes")}
+    assert set(left) == {f"{REGION} vpcs", f"{REGION} subnets",
+                         f"{REGION} internet gateways"}, left
+    assert leaks(moto, owned_ids(bob.home)) == {}
