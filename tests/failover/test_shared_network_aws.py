@@ -82,10 +82,14 @@ def test_more_clusters_than_the_vpc_quota_share_one_network_and_it_goes_with_the
     [stack] = json.loads(plan.stdout)["stacks"]
     assert f"network-aws-{REGION} (its VPC with a subnet in use1-az1) is created first" in (
         stack["note"] or ""), stack
-    # Alice's two clusters in one region: one network (the quota allows two VPCs).
+    # Alice applies two clusters in one region at once: the network's lock lets one
+    # apply make it, and the other uses it (one VPC; the quota allows two).
+    applies = [alice.popen("apply", str(alice.task(name, f"aws/{REGION}")), "--yes")
+               for name in ("one", "two")]
+    outs = [" ".join(proc.communicate(timeout=600)[0].split()) for proc in applies]
+    assert [proc.returncode for proc in applies] == [0, 0], outs
+    assert sum(f"creating network-aws-{REGION}" in out for out in outs) == 1, outs
     for name in ("one", "two"):
-        out = alice.skyc("apply", str(alice.task(name, f"aws/{REGION}")), "--yes")
-        assert out.returncode == 0, out.stdout + out.stderr
         assert [r["region"] for r in alice.status(name)] == [REGION]
     assert len(_vpcs(moto)) == 1
     network = _network(alice)
