@@ -262,7 +262,8 @@ def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False
                 for row in rows:
                     row["events"] = [_event_dict(e) for e in db.events(row["name"])]
             typer.echo(json.dumps({"format_version": STATUS_JSON_VERSION, "clusters": rows,
-                                   "orphans": [_orphan_dict(o) for o in orphans]},
+                                   "orphans": [_orphan_dict(o) for o in orphans],
+                                   "networks": _networks(db) if name is None else []},
                                   indent=2, sort_keys=True))
             return
         if rows:
@@ -271,6 +272,24 @@ def show_status(name: str | None, verbose: bool, fmt: str, refresh: bool = False
             typer.echo(_none_text(len(known) - len(rows)))
         if orphans:
             print_orphans(db, orphans, bool(rows))
+        if name is None and verbose:
+            _print_networks(_networks(db))
+
+
+def _networks(db: StateDB) -> list[dict[str, Any]]:
+    """The shared networks the state records, with the clusters that use them."""
+    from skyc.state.networks import list_networks, live_users
+
+    return [{"name": n.name, "cloud": n.cloud, "region": n.region, "status": n.status,
+             "zones": n.zones, "clusters": live_users(db, n), "owner": n.owner}
+            for n in list_networks(db)]
+
+
+def _print_networks(networks: list[dict[str, Any]]) -> None:
+    for n in networks:
+        used = ", ".join(n["clusters"]) or "no cluster"
+        typer.echo(f"network {n['name']} ({n['cloud']}/{n['region']}, {n['status']}): "
+                   f"used by {used}")
 
 
 def _shown(db: StateDB, known: list[ClusterRecord], all_users: bool) -> list[ClusterRecord]:
@@ -358,8 +377,8 @@ def register(app: typer.Typer) -> None:
     def status(
         name: str | None = typer.Argument(None, metavar="CLUSTER", help="Show only this cluster."),
         verbose: bool = typer.Option(
-            False, "--verbose", "-v", help="Also show each cluster's event trail."
-        ),
+            False, "--verbose", "-v",
+            help="Also show each cluster's event trail, and the shared networks."),
         fmt: str = typer.Option("table", "--format", metavar="table|json", help="table or json."),
         refresh: bool = typer.Option(
             False, "--refresh", "-r",

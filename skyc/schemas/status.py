@@ -68,10 +68,24 @@ class Orphan(Document):
     destroy: str = Field(description="the command that destroys it")
 
 
+class SharedNetwork(Document):
+    """A region's network skyc keeps for the clusters it places there (its own stack)."""
+
+    name: str = Field(description="its stack: network-<cloud>-<region>")
+    cloud: str
+    region: str
+    status: Literal["CREATING", "READY", "DELETING", "FAILED"]
+    zones: list[str | None] = Field(description="the zones it has a subnet for, in the "
+                                    "order first used (null: any zone)")
+    clusters: list[str] = Field(description="the clusters in the state that use it")
+    owner: str | None = Field(description="who created it")
+
+
 class StatusDocument(Document):
     format_version: versions.StatusVersion
     clusters: list[ClusterStatus]
     orphans: list[Orphan]
+    networks: list[SharedNetwork] = Field(description="the shared networks (all users')")
 
 
 TITLE = f"skyc status document (skyc status --format json), format_version {versions.STATUS}"

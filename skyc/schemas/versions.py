@@ -26,7 +26,7 @@ PLAN: str = get_args(PlanVersion)[0]
 # ``skyc status --format json``: 1.1 added ``orphans`` (cluster workspaces the state
 # has no record of); 1.2 ``hourly_cost_total`` and ``hourly_cost_per_node`` per cluster;
 # 1.3 ``owner`` per cluster and ``actor`` per event.
-StatusVersion = Literal["1.3"]
+StatusVersion = Literal["1.4"]
 STATUS: str = get_args(StatusVersion)[0]
 # ``skyc queue --format json`` (the jobs of clusters): 2.0: ``id`` is an integer,
 # ``nodes`` the count of nodes (``node_statuses`` each node's status), ``name`` null

@@ -12,13 +12,11 @@ with the last cluster that used it (unless the config keeps it, as Bob's does).
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from skyc.state.networks import NetworkRecord, network_from_row
 from tests.failover.aws_env import (
     AwsHome,
     cloud_resources,
@@ -54,16 +52,16 @@ def _vpcs(moto: MotoServer) -> list[dict[str, object]]:
     return [v for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")]
 
 
-def _network(home: AwsHome) -> NetworkRecord:
-    """The home's one network, as its state records it (and `skyc state check` reads
-    every record of it without a problem)."""
+def _network(home: AwsHome) -> dict[str, object]:
+    """The home's one network, as `skyc status --format json` shows it (and `skyc state
+    check` reads every record of it without a problem)."""
     out = home.skyc("state", "check", "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads(out.stdout)["tables"]["networks"] == 1
-    with sqlite3.connect(home.home / "state.db") as db:
-        db.row_factory = sqlite3.Row
-        [row] = db.execute("SELECT * FROM networks").fetchall()
-    return network_from_row(row)
+    status = home.skyc("status", "--format", "json")
+    assert status.returncode == 0, status.stderr
+    [network] = json.loads(status.stdout)["networks"]
+    return dict(network)
 
 
 def test_more_clusters_than_the_vpc_quota_share_one_network_and_it_goes_with_the_last(
@@ -93,8 +91,10 @@ def test_more_clusters_than_the_vpc_quota_share_one_network_and_it_goes_with_the
         assert [r["region"] for r in alice.status(name)] == [REGION]
     assert len(_vpcs(moto)) == 1
     network = _network(alice)
-    assert (network.name, network.status, network.users, network.zones) == (
+    assert (network["name"], network["status"], network["clusters"], network["zones"]) == (
         f"network-aws-{REGION}", "READY", ["one", "two"], ["use1-az1"])
+    assert f"network network-aws-{REGION} (aws/{REGION}, READY): used by one, two" in (
+        alice.skyc("status", "-v").stdout)
     vpc = _vpcs(moto)[0]["VpcId"]
     instances = live_instances(moto, REGION)
     assert {i["VpcId"] for i in instances} == {vpc} and len(instances) == 2
@@ -121,7 +121,7 @@ def test_more_clusters_than_the_vpc_quota_share_one_network_and_it_goes_with_the
     out = alice.skyc("down", "one", "--yes")
     assert out.returncode == 0, out.stdout + out.stderr
     assert vpc in {v["VpcId"] for v in _vpcs(moto)}
-    assert _network(alice).users == ["two"]
+    assert _network(alice)["clusters"] == ["two"]
     out = alice.skyc("down", "two", "--yes")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "no cluster uses it any more" in " ".join(out.stdout.split())

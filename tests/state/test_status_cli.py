@@ -60,7 +60,8 @@ def test_empty_state_is_friendly(tmp_path: Path, state: StateKind) -> None:
     assert "No clusters" in out.stdout
     json_out = _skyc(tmp_path, "status", "--format", "json", url=state.url)
     assert json_out.returncode == 0
-    assert json.loads(json_out.stdout) == {"format_version": "1.3", "clusters": [], "orphans": []}
+    assert json.loads(json_out.stdout) == {"format_version": "1.4", "clusters": [], "orphans": [],
+                                           "networks": []}
 
 
 def test_unknown_cluster_is_an_error(tmp_path: Path, state: StateKind) -> None:
