@@ -194,12 +194,15 @@ def test_efa_nodes_boot_the_deep_learning_ami_in_the_terraform_json() -> None:
     best = _terraform(p5, network_tier="best")
     for node in ("node_0", "node_1"):
         _launched_from_dlami(best, node, 256)
-    assert best["aws_network_interface"]["efa_1"]["interface_type"] == "efa"
+    # The EFA is each node's one interface, made at launch from the template.
+    [nic] = best["aws_launch_template"]["main"]["network_interfaces"]
+    assert nic["interface_type"] == "efa"
     plain = _terraform(p5)
     assert "aws_launch_template" not in plain
     assert plain["aws_instance"]["node_0"]["ami"].startswith("ami-")
     own = _terraform(p5, network_tier="best", image_id="ami-0123456789abcdef0")
-    assert own["aws_instance"]["node_0"]["ami"] == "ami-0123456789abcdef0"
+    assert own["aws_launch_template"]["main"]["image_id"] == "ami-0123456789abcdef0"
+    assert "ami" not in own["aws_instance"]["node_0"]
 
 
 def test_an_accelerator_no_image_has_a_driver_for_is_refused_at_compile() -> None:
