@@ -177,8 +177,8 @@ NETWORK_INPUT = "vpc_id"
 
 
 class NetworkPart(Protocol):
-    """What a lowering whose clusters share a network per region adds (AWS's:
-    :mod:`skyc.compiler.aws.network`)."""
+    """What a lowering whose clusters share a network per region adds
+    (:mod:`skyc.compiler.aws.network`, :mod:`skyc.compiler.gcp.network`)."""
 
     def network_name(self, region: str) -> str: ...
     def network_stack(self, region: str, zones: list[str | None], owner: str,
