@@ -131,7 +131,7 @@ def test_adopt_records_the_cluster_from_its_workspace(launched: Path) -> None:
     _clean_error(_skyc(launched, "state", "adopt", "h1"), "recorded already")
     _ok(launched, "down", "h1", "--yes")
     assert json.loads(_ok(launched, "status", "--format", "json").stdout) == {
-        "format_version": "1.3", "clusters": [], "orphans": []}
+        "format_version": "1.4", "clusters": [], "orphans": [], "networks": []}
 
 
 # -- the copy skyc keeps -------------------------------------------------------
